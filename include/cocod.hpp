@@ -1,0 +1,33 @@
+#pragma once
+// cocod: computation/communication decoupled SGD (CoCoD-SGD) and its baselines.
+// The umbrella header; every header below also compiles on its own.
+#include "cocod/version.hpp"
+#include "cocod/errors.hpp"
+#include "cocod/options.hpp"
+#include "cocod/stop.hpp"
+#include "cocod/report.hpp"
+
+#include "cocod/model/concepts.hpp"
+#include "cocod/model/parameter_pack.hpp"
+#include "cocod/model/function_model.hpp"
+
+#include "cocod/backend/backend.hpp"
+#include "cocod/data/sampler.hpp"
+#include "cocod/update/sgd.hpp"
+#include "cocod/schedule/learning_rate.hpp"
+#include "cocod/schedule/fixed.hpp"
+
+#include "cocod/comm/communicator.hpp"
+#include "cocod/comm/local.hpp"
+#include "cocod/comm/threads.hpp"
+#include "cocod/comm/throttled.hpp"
+
+#include "cocod/callbacks/hooks.hpp"
+#include "cocod/callbacks/progress_bar.hpp"
+#include "cocod/callbacks/csv_logger.hpp"
+#include "cocod/callbacks/early_stop.hpp"
+
+#include "cocod/algorithm/cocod_sgd.hpp"
+#include "cocod/algorithm/sync_sgd.hpp"
+#include "cocod/algorithm/local_sgd.hpp"
+#include "cocod/algorithm/pipe_sgd.hpp"

@@ -1,0 +1,59 @@
+#pragma once
+// Local-SGD: k local steps, then a blocking average of the models.
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/detail/trainer.hpp"
+#undef COCOD_INTERNAL_INCLUDE
+
+namespace cocod {
+
+/// Local-SGD (periodic model averaging, PR-SGD). Each round:
+///
+///     k local steps on x_i;   x_i = sum_j w_j x_j   (blocking all-reduce)
+///
+/// Momentum stays local. Template parameters as cocod::Optimizer.
+template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
+class LocalSGD
+    : public detail::Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
+  using Base = detail::Trainer<LocalSGD, Model, Comm, Schedule, Update>;
+  friend Base;
+  using typename Base::T;
+  using typename Base::B;
+  using typename Base::Buffer;
+
+ public:
+  static constexpr const char* name = "Local-SGD";
+  using Base::Base;
+
+ private:
+  void allocate(std::size_t n) {
+    gradient_.resize(n);
+    send_.resize(n + detail::control_slots);
+  }
+  void start(std::span<T>) { averaged_ = true; }
+  double compute(Model& model, std::span<T> x, std::span<const std::size_t> batch, T lr) {
+    const double loss = this->gradient(model, batch, gradient_.span());
+    this->local_update().apply(x, gradient_.span(), lr);
+    averaged_ = false;
+    return loss;
+  }
+  void communicate(std::span<T>, T) {}
+  void end_round(std::span<T> x) { average(x); }
+  void finish(std::span<T> x) {
+    if (!averaged_) average(x);
+  }
+  void drain() noexcept {}
+
+  void average(std::span<T> x) {
+    backend::scale(B{}, send_.first(x.size()), std::span<const T>(x), this->weight());
+    const auto tag = this->write_control(send_.span());
+    this->all_reduce(send_.span());
+    this->read_control(send_.span(), tag);
+    backend::copy(B{}, x, std::span<const T>(send_.first(x.size())));
+    averaged_ = true;
+  }
+
+  Buffer gradient_, send_;
+  bool averaged_ = true;
+};
+
+}  // namespace cocod

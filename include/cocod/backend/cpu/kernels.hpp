@@ -1,0 +1,99 @@
+#pragma once
+// The fused memory passes of the CPU backend. Single-output passes are Eigen expressions;
+// passes that write several buffers walk them in cache-sized blocks, so each element is read
+// from memory once. Every expression keeps the operation order of the update rule as written
+// in the docs, so that special cases (one worker, no momentum) are exact to the bit.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+
+namespace cocod::backend {
+struct cpu;
+
+namespace cpu_kernels {
+template <class T>
+using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+auto map(std::span<T> s) {
+  return Eigen::Map<Vec<T>>(s.data(), static_cast<Eigen::Index>(s.size()));
+}
+template <class T>
+auto map(std::span<const T> s) {
+  return Eigen::Map<const Vec<T>>(s.data(), static_cast<Eigen::Index>(s.size()));
+}
+// 2048 elements x up to 4 buffers stays inside L1/L2 between the block's passes.
+inline constexpr std::size_t block = 2048;
+
+template <class F>
+void blocked(std::size_t n, F&& f) {
+  for (std::size_t begin = 0; begin < n; begin += block) f(begin, std::min(block, n - begin));
+}
+}  // namespace cpu_kernels
+
+/// dst = w * src (the send buffer of a weighted all-reduce).
+template <class T>
+void scale(cpu, std::span<T> dst, std::span<const T> src, T w) {
+  cpu_kernels::map(dst) = w * cpu_kernels::map(src);
+}
+
+/// dst = src.
+template <class T>
+void copy(cpu, std::span<T> dst, std::span<const T> src) {
+  std::copy(src.begin(), src.end(), dst.begin());
+}
+
+/// One local update step, PyTorch's SGD semantics:
+///   d = g + lambda*x;  v = mu*v + d (if mu > 0);  d = d + mu*v (Nesterov) or v;  x = x - lr*d.
+/// `velocity` is empty when mu = 0. Each special case evaluates exactly the written formula
+/// (no `+ 0*x` when lambda = 0), so plain SGD is bitwise `x - lr*g`.
+template <class T>
+void local_update(cpu, std::span<T> x, std::span<const T> g, std::span<T> velocity, T lr, T mu,
+                  T lambda, bool nesterov) {
+  using namespace cpu_kernels;
+  if (mu == T(0)) {
+    if (lambda == T(0))
+      map(x) -= lr * map(g);
+    else
+      map(x) -= lr * (map(g) + lambda * map(x));
+    return;
+  }
+  blocked(x.size(), [&](std::size_t b, std::size_t n) {
+    auto xs = map(x.subspan(b, n));
+    auto gs = map(g.subspan(b, n));
+    auto vs = map(velocity.subspan(b, n));
+    if (lambda == T(0)) {
+      vs = mu * vs + gs;
+      if (nesterov)
+        xs -= lr * (gs + mu * vs);
+      else
+        xs -= lr * vs;
+    } else {
+      vs = mu * vs + (gs + lambda * xs);
+      if (nesterov)
+        xs -= lr * ((gs + lambda * xs) + mu * vs);
+      else
+        xs -= lr * vs;
+    }
+  });
+}
+
+/// CoCoD-SGD's round end, one pass over three buffers. On entry `send` holds the average
+/// xbar = sum_j w_j a_j of the anchors; on exit
+///   x = x + (xbar - anchor);  anchor = x;  send = w * x.
+/// With one worker xbar == anchor bitwise, so x gains an exact zero.
+template <class T>
+void round_end(cpu, std::span<T> x, std::span<T> anchor, std::span<T> send, T w) {
+  using namespace cpu_kernels;
+  blocked(x.size(), [&](std::size_t b, std::size_t n) {
+    auto xs = map(x.subspan(b, n));
+    auto as = map(anchor.subspan(b, n));
+    auto ss = map(send.subspan(b, n));
+    xs += ss - as;
+    as = xs;
+    ss = w * xs;
+  });
+}
+
+}  // namespace cocod::backend

@@ -1,0 +1,37 @@
+#pragma once
+// Stops a run when the consensus loss stops improving or reaches a target. It reads only the
+// consensus loss, which every worker sees identically, so all workers ask to stop together.
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "cocod/report.hpp"
+
+namespace cocod::callbacks {
+
+/// Asks to stop after `patience` rounds whose consensus loss did not improve on the best by
+/// more than `min_delta`, or as soon as it is <= `target_loss`.
+struct EarlyStop {
+  std::size_t patience = 10;
+  double min_delta = 0.0;
+  double target_loss = -std::numeric_limits<double>::infinity();
+
+  bool on_round(const RoundStats& s) {
+    if (std::isnan(s.consensus_loss) || s.consensus_loss_round == last_seen_) return false;
+    last_seen_ = s.consensus_loss_round;
+    if (s.consensus_loss <= target_loss) return true;
+    if (s.consensus_loss < best_ - min_delta) {
+      best_ = s.consensus_loss;
+      bad_ = 0;
+      return false;
+    }
+    return ++bad_ >= patience;
+  }
+
+ private:
+  double best_ = std::numeric_limits<double>::infinity();
+  std::size_t bad_ = 0;
+  std::size_t last_seen_ = static_cast<std::size_t>(-1);
+};
+
+}  // namespace cocod::callbacks

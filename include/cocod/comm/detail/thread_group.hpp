@@ -1,0 +1,258 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/comm/detail/thread_group.hpp is internal: include <cocod/comm/threads.hpp>"
+#endif
+// The shared state of comm::Threads: N worker threads, one communication thread per worker
+// that executes that worker's collectives in posting order, and a barrier that can be aborted
+// so that no thread is left waiting when another fails or leaves.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cocod/comm/communicator.hpp"
+#include "cocod/errors.hpp"
+
+namespace cocod::comm::detail {
+
+/// A reusable barrier for n threads that wakes every waiter with an exception when the group
+/// is aborted or a member has left for good.
+class AbortableBarrier {
+ public:
+  explicit AbortableBarrier(int n) : n_(n) {}
+
+  void arrive_and_wait() {
+    std::unique_lock lock(mutex_);
+    throw_if_broken();
+    const std::uint64_t generation = generation_;
+    if (++count_ == n_) {
+      count_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation || !reason_.empty() || departed_ >= 0; });
+    if (generation_ != generation) return;
+    throw_if_broken();
+  }
+
+  void abort(const std::string& reason) {
+    std::lock_guard lock(mutex_);
+    if (reason_.empty()) reason_ = reason;
+    cv_.notify_all();
+  }
+
+  /// A member will never arrive again; anyone waiting now or later fails.
+  void depart(int rank) {
+    std::lock_guard lock(mutex_);
+    if (departed_ < 0) departed_ = rank;
+    cv_.notify_all();
+  }
+
+ private:
+  void throw_if_broken() const {
+    if (!reason_.empty()) throw Aborted("cocod::comm::Threads: collective aborted: " + reason_);
+    if (departed_ >= 0)
+      throw DistributedError("cocod::comm::Threads: worker " + std::to_string(departed_) +
+                             " returned while this worker waits in a collective (the workers "
+                             "called different sequences of collectives)");
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int n_;
+  int count_ = 0;
+  int departed_ = -1;
+  std::uint64_t generation_ = 0;
+  std::string reason_;
+};
+
+enum class Op : std::uint8_t { all_reduce, broadcast };
+
+struct Job {
+  Op op = Op::all_reduce;
+  bool is_double = false;
+  void* data = nullptr;
+  std::size_t count = 0;
+  int root = 0;
+};
+
+class Group;
+
+/// One worker's queue of collectives, drained in order by its communication thread. A fixed
+/// ring: posting allocates nothing.
+struct Channel {
+  static constexpr std::size_t capacity = 64;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::array<Job, capacity> jobs{};
+  std::array<Clock::time_point, capacity> done_at{};
+  std::array<std::exception_ptr, capacity> errors{};
+  std::uint64_t posted = 0;
+  std::uint64_t completed = 0;
+  bool closing = false;
+  std::thread thread;
+};
+
+class Group {
+ public:
+  explicit Group(int workers)
+      : size_(workers),
+        barrier_(workers),
+        slots_(static_cast<std::size_t>(workers)),
+        partial_(static_cast<std::size_t>(workers)) {
+    for (int r = 0; r < workers; ++r) channels_.push_back(std::make_unique<Channel>());
+    for (int r = 0; r < workers; ++r)
+      channels_[static_cast<std::size_t>(r)]->thread = std::thread([this, r] { serve(r); });
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group() {
+    for (int r = 0; r < size_; ++r) close(r);
+    for (auto& c : channels_)
+      if (c->thread.joinable()) c->thread.join();
+  }
+
+  [[nodiscard]] int size() const noexcept { return size_; }
+
+  /// Queues a collective of `rank`; returns its ticket.
+  std::uint64_t post(int rank, const Job& job) {
+    Channel& c = channel(rank);
+    std::unique_lock lock(c.mutex);
+    c.cv.wait(lock, [&] { return c.posted - c.completed < Channel::capacity; });
+    if (c.closing) throw Aborted("cocod::comm::Threads: the worker group has finished");
+    c.jobs[c.posted % Channel::capacity] = job;
+    const std::uint64_t ticket = c.posted++;
+    c.cv.notify_all();
+    return ticket;
+  }
+
+  /// Blocks until the ticket's collective completed; rethrows its failure.
+  Clock::time_point wait(int rank, std::uint64_t ticket) {
+    Channel& c = channel(rank);
+    std::unique_lock lock(c.mutex);
+    c.cv.wait(lock, [&] { return c.completed > ticket; });
+    const std::size_t slot = ticket % Channel::capacity;
+    if (c.errors[slot]) std::rethrow_exception(c.errors[slot]);
+    return c.done_at[slot];
+  }
+
+  /// Makes every pending and future collective fail (a worker threw).
+  void abort(const std::string& reason) { barrier_.abort(reason); }
+
+  /// The worker of `rank` returned: its communication thread finishes the queue, then leaves.
+  void close(int rank) {
+    Channel& c = channel(rank);
+    std::lock_guard lock(c.mutex);
+    c.closing = true;
+    c.cv.notify_all();
+  }
+
+ private:
+  struct Slot {
+    Job job;
+  };
+
+  Channel& channel(int rank) { return *channels_[static_cast<std::size_t>(rank)]; }
+
+  void serve(int rank) {
+    Channel& c = channel(rank);
+    for (;;) {
+      Job job;
+      std::uint64_t ticket = 0;
+      {
+        std::unique_lock lock(c.mutex);
+        c.cv.wait(lock, [&] { return c.posted > c.completed || c.closing; });
+        if (c.posted == c.completed) break;  // closing and drained
+        ticket = c.completed;
+        job = c.jobs[ticket % Channel::capacity];
+      }
+      std::exception_ptr error;
+      try {
+        if (job.is_double)
+          execute<double>(rank, job);
+        else
+          execute<float>(rank, job);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(c.mutex);
+      c.done_at[ticket % Channel::capacity] = Clock::now();
+      c.errors[ticket % Channel::capacity] = error;
+      ++c.completed;
+      c.cv.notify_all();
+    }
+    barrier_.depart(rank);
+  }
+
+  template <class T>
+  void execute(int rank, const Job& job) {
+    const auto r = static_cast<std::size_t>(rank);
+    slots_[r].job = job;
+    barrier_.arrive_and_wait();
+    // Every worker checks the same slots, so every worker raises the same error.
+    for (int q = 0; q < size_; ++q) {
+      const Job& other = slots_[static_cast<std::size_t>(q)].job;
+      if (other.op != job.op || other.is_double != job.is_double || other.count != job.count ||
+          other.root != job.root)
+        throw DistributedError(
+            "cocod::comm::Threads: workers called mismatched collectives (worker " +
+            std::to_string(rank) + ": " + describe(job) + "; worker " + std::to_string(q) + ": " +
+            describe(other) + ")");
+    }
+    T* mine = static_cast<T*>(job.data);
+    if (job.op == Op::broadcast) {
+      if (rank != job.root)
+        std::memcpy(mine, slots_[static_cast<std::size_t>(job.root)].job.data,
+                    job.count * sizeof(T));
+      barrier_.arrive_and_wait();  // root's buffer stays untouched until all have copied
+      return;
+    }
+    // All-reduce: worker q sums slice q over all workers in rank order (a fixed order, so the
+    // result does not depend on thread timing), then every worker gathers all slices.
+    auto slice = [&](int q) {
+      const std::size_t n = job.count, N = static_cast<std::size_t>(size_);
+      const std::size_t qq = static_cast<std::size_t>(q);
+      return std::pair{qq * n / N, (qq + 1) * n / N};
+    };
+    const auto [lo, hi] = slice(rank);
+    auto& out = partial_[r];
+    if (out.size() < (hi - lo) * sizeof(T)) out.resize((hi - lo) * sizeof(T));
+    using Map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+    using ConstMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    const auto len = static_cast<Eigen::Index>(hi - lo);
+    Map sum(reinterpret_cast<T*>(out.data()), len);
+    sum = ConstMap(static_cast<const T*>(slots_[0].job.data) + lo, len);
+    for (std::size_t q = 1; q < slots_.size(); ++q)
+      sum += ConstMap(static_cast<const T*>(slots_[q].job.data) + lo, len);
+    barrier_.arrive_and_wait();
+    for (int q = 0; q < size_; ++q) {
+      const auto [qlo, qhi] = slice(q);
+      std::memcpy(mine + qlo, partial_[static_cast<std::size_t>(q)].data(), (qhi - qlo) * sizeof(T));
+    }
+    // The next collective's first barrier keeps partial_ intact until everyone has copied.
+  }
+
+  static std::string describe(const Job& j) {
+    return std::string(j.op == Op::all_reduce ? "all_reduce" : "broadcast") + " of " +
+           std::to_string(j.count) + (j.is_double ? " doubles" : " floats") +
+           (j.op == Op::broadcast ? " from root " + std::to_string(j.root) : "");
+  }
+
+  int size_;
+  AbortableBarrier barrier_;
+  std::vector<Slot> slots_;
+  std::vector<std::vector<std::byte>> partial_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+};
+
+}  // namespace cocod::comm::detail

@@ -1,0 +1,121 @@
+#pragma once
+// A decorator that makes any communicator behave like a link of given latency and bandwidth,
+// to study overlap on one machine.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "cocod/comm/communicator.hpp"
+#include "cocod/model/concepts.hpp"
+
+namespace cocod::comm {
+
+/// An alpha-beta link: a message costs alpha (latency, seconds) + bytes / beta (bandwidth,
+/// bytes per second).
+struct Link {
+  double latency = 0.0;                                         ///< alpha, seconds
+  double bandwidth = std::numeric_limits<double>::infinity();  ///< beta, bytes per second
+
+  /// A link from the units people quote: Gbit/s and microseconds.
+  static Link gbit(double gigabits_per_second, double latency_us) {
+    return Link{latency_us * 1e-6, gigabits_per_second * 1e9 / 8.0};
+  }
+
+  void validate() const {
+    auto fail = [](const char* field, const char* rule, double got) {
+      std::ostringstream os;
+      os << "cocod::comm::Link: " << field << " " << rule << " (got " << got << ")";
+      throw std::invalid_argument(os.str());
+    };
+    if (!(latency >= 0.0) || !std::isfinite(latency)) fail("latency", "must be a finite number >= 0 seconds", latency);
+    if (!(bandwidth > 0.0)) fail("bandwidth", "must be > 0 bytes per second", bandwidth);
+  }
+
+  /// Ring all-reduce of `bytes` over n workers: 2(n-1) alpha + 2(n-1)/n * bytes/beta.
+  [[nodiscard]] double all_reduce_seconds(std::size_t bytes, int n) const noexcept {
+    if (n <= 1) return 0.0;
+    const double steps = 2.0 * (n - 1);
+    return steps * latency + steps / n * static_cast<double>(bytes) / bandwidth;
+  }
+  /// Pipelined (ring) broadcast: (n-1) alpha + bytes/beta.
+  [[nodiscard]] double broadcast_seconds(std::size_t bytes, int n) const noexcept {
+    if (n <= 1) return 0.0;
+    return (n - 1) * latency + static_cast<double>(bytes) / bandwidth;
+  }
+};
+
+/// Wraps communicator C so that each collective completes no earlier than the Link's cost
+/// after it starts; a collective starts when it is posted or when the previous one of this
+/// worker finished, whichever is later (one link, used by one collective at a time). Waiting
+/// sleeps; it does not burn CPU. Results are those of C, unchanged.
+///
+/// \tparam C the communicator that moves the data (comm::Threads, comm::Mpi, ...).
+template <class C>
+class Throttled {
+ public:
+  class Request {
+   public:
+    Request() = default;
+    void wait() {
+      inner_.wait();
+      std::this_thread::sleep_until(deadline_);
+    }
+    [[nodiscard]] Clock::time_point completed_at() const {
+      return std::max(inner_.completed_at(), deadline_);
+    }
+
+   private:
+    friend class Throttled;
+    Request(typename C::Request inner, Clock::time_point deadline)
+        : inner_(std::move(inner)), deadline_(deadline) {}
+    typename C::Request inner_{};
+    Clock::time_point deadline_{};
+  };
+
+  Throttled(C inner, Link link)
+      : inner_(std::move(inner)), link_(link), link_free_at_(std::make_shared<Clock::time_point>()) {
+    link_.validate();
+  }
+
+  [[nodiscard]] int rank() const { return inner_.rank(); }
+  [[nodiscard]] int size() const { return inner_.size(); }
+  [[nodiscard]] const Link& link() const noexcept { return link_; }
+  [[nodiscard]] C& inner() noexcept { return inner_; }
+
+  template <Scalar T>
+  void broadcast(std::span<T> buffer, int root) {
+    const auto deadline = reserve(link_.broadcast_seconds(buffer.size_bytes(), size()));
+    inner_.broadcast(buffer, root);
+    std::this_thread::sleep_until(deadline);
+  }
+  template <Scalar T>
+  void all_reduce(std::span<T> buffer) {
+    all_reduce_async(buffer).wait();
+  }
+  template <Scalar T>
+  [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
+    const auto deadline = reserve(link_.all_reduce_seconds(buffer.size_bytes(), size()));
+    return Request(inner_.all_reduce_async(buffer), deadline);
+  }
+
+ private:
+  Clock::time_point reserve(double seconds) {
+    const auto start = std::max(Clock::now(), *link_free_at_);
+    const auto end = start + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(seconds));
+    *link_free_at_ = end;
+    return end;
+  }
+  C inner_;
+  Link link_;
+  std::shared_ptr<Clock::time_point> link_free_at_;
+};
+
+}  // namespace cocod::comm

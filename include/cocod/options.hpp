@@ -1,0 +1,63 @@
+#pragma once
+// The hyperparameters every algorithm shares, validated when an optimizer is constructed.
+#include <cmath>
+#include <cstdint>
+#include <cstddef>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cocod {
+
+/// Hyperparameters of a run. Cheap to copy; the per-run state lives in the optimizer.
+///
+/// | field          | meaning                                                        | default |
+/// |----------------|----------------------------------------------------------------|---------|
+/// | learning_rate  | base step size gamma (> 0); a schedule may scale it per step   | 0.01    |
+/// | momentum       | heavy-ball coefficient mu in [0, 1), local to each worker      | 0       |
+/// | nesterov       | Nesterov momentum (needs momentum > 0)                         | false   |
+/// | weight_decay   | L2 coefficient lambda >= 0, added to the gradient              | 0       |
+/// | period         | k, local steps per round (>= 1)                                | 1       |
+/// | batch_size     | mini-batch size M of an average worker (>= 1)                  | 32      |
+/// | speeds         | relative worker speeds (> 0), one per worker; empty = all equal| {}      |
+/// | seed           | seed of the batch sampling; same seed = bitwise same run       | 0       |
+struct Options {
+  double learning_rate = 0.01;
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  std::size_t period = 1;
+  std::size_t batch_size = 32;
+  std::vector<double> speeds = {};
+  std::uint64_t seed = 0;
+
+  /// Throws std::invalid_argument naming the first field that breaks its rule. `workers` is
+  /// the communicator's size, needed to check `speeds`.
+  void validate(int workers) const {
+    auto fail = [](const std::string& field, const std::string& rule, auto got) {
+      std::ostringstream os;
+      os << "cocod::Options: " << field << " " << rule << " (got " << got << ")";
+      throw std::invalid_argument(os.str());
+    };
+    if (!(learning_rate > 0.0) || !std::isfinite(learning_rate))
+      fail("learning_rate", "must be a finite number > 0", learning_rate);
+    if (!(momentum >= 0.0 && momentum < 1.0)) fail("momentum", "must be in [0, 1)", momentum);
+    if (nesterov && momentum == 0.0)
+      fail("nesterov", "needs momentum > 0", "nesterov = true, momentum = 0");
+    if (!(weight_decay >= 0.0) || !std::isfinite(weight_decay))
+      fail("weight_decay", "must be a finite number >= 0", weight_decay);
+    if (period == 0) fail("period", "must be >= 1", period);
+    if (batch_size == 0) fail("batch_size", "must be >= 1", batch_size);
+    if (!speeds.empty()) {
+      if (speeds.size() != static_cast<std::size_t>(workers))
+        fail("speeds", "must have one entry per worker (" + std::to_string(workers) + ")",
+             std::to_string(speeds.size()) + " entries");
+      for (std::size_t i = 0; i < speeds.size(); ++i)
+        if (!(speeds[i] > 0.0) || !std::isfinite(speeds[i]))
+          fail("speeds[" + std::to_string(i) + "]", "must be a finite number > 0", speeds[i]);
+    }
+  }
+};
+
+}  // namespace cocod

@@ -1,0 +1,80 @@
+#pragma once
+// What a run reports: per round the measured times behind the round-time model of PAPER.md,
+// and the totals.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace cocod {
+
+/// Facts about a run that callbacks get at its start.
+struct RunInfo {
+  std::string algorithm;          ///< "CoCoD-SGD", "S-SGD", "Local-SGD", "Pipe-SGD"
+  int rank = 0;                   ///< this worker
+  int workers = 1;                ///< N
+  std::size_t parameters = 0;     ///< number of model parameters
+  std::size_t period = 1;         ///< k
+  std::size_t batch_size = 1;     ///< this worker's M_i
+  std::size_t total_batch = 1;    ///< sum_i M_i
+  double weight = 1.0;            ///< w_i = M_i / sum_j M_j
+  double steps_per_epoch = 0.0;   ///< sum_i n_i / sum_i M_i
+  std::size_t total_steps = 0;    ///< steps the run will take (0 when unbounded)
+};
+
+/// One round (k local steps) on one worker. Times are seconds of wall clock.
+struct RoundStats {
+  std::size_t round = 0;          ///< 0-based round index
+  std::size_t first_step = 0;     ///< global index of the round's first step
+  std::size_t steps = 0;          ///< steps in this round (k, or fewer in a last partial round)
+  double epoch = 0.0;             ///< epochs completed at the round's end
+  double learning_rate = 0.0;     ///< learning rate of the round's last step
+  double loss = 0.0;              ///< this worker's mean mini-batch loss over the round
+  /// The latest weighted mean over all workers of their round losses that has reached this
+  /// worker, and the round it belongs to (NaN and SIZE_MAX until one has arrived). Every
+  /// worker sees the same value at the same round.
+  double consensus_loss = std::numeric_limits<double>::quiet_NaN();
+  std::size_t consensus_loss_round = static_cast<std::size_t>(-1);
+  double compute_s = 0.0;  ///< gradients and local updates
+  double comm_s = 0.0;     ///< from posting the round's collectives to their completion
+  double wait_s = 0.0;     ///< time blocked waiting for collectives
+  double round_s = 0.0;    ///< wall time of the whole round
+};
+
+/// The result of a run on one worker.
+struct Report {
+  RunInfo info;
+  std::vector<RoundStats> rounds;
+  std::size_t steps = 0;
+  double epochs = 0.0;
+  double seconds = 0.0;      ///< wall time from begin to the end of finish (consensus included)
+  bool stopped_early = false;  ///< a callback's stop request ended the run
+
+  /// Median of a per-round field over full rounds (the last partial round and round 0, whose
+  /// timing includes start-up, are skipped when there are enough rounds).
+  template <class Field>
+  [[nodiscard]] double median(Field field) const {
+    std::vector<double> v;
+    const std::size_t skip = rounds.size() > 4 ? 1 : 0;
+    for (std::size_t i = skip; i < rounds.size(); ++i)
+      if (rounds[i].steps == info.period || rounds.size() == 1) v.push_back(rounds[i].*field);
+    if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  }
+  [[nodiscard]] double median_round_s() const { return median(&RoundStats::round_s); }
+  [[nodiscard]] double median_compute_s() const { return median(&RoundStats::compute_s); }
+  [[nodiscard]] double median_comm_s() const { return median(&RoundStats::comm_s); }
+  [[nodiscard]] double median_wait_s() const { return median(&RoundStats::wait_s); }
+  /// The last consensus loss known (NaN if none).
+  [[nodiscard]] double final_loss() const {
+    for (auto it = rounds.rbegin(); it != rounds.rend(); ++it)
+      if (!std::isnan(it->consensus_loss)) return it->consensus_loss;
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+}  // namespace cocod

@@ -1,0 +1,51 @@
+#pragma once
+// The fixed schedule: the same period every round, each worker's batch size from the given
+// speeds (proportional sampling), and a learning-rate schedule per step.
+#include <cmath>
+#include <cstddef>
+#include <numeric>
+
+#include "cocod/options.hpp"
+#include "cocod/schedule/learning_rate.hpp"
+
+namespace cocod::schedule {
+
+/// What a schedule decides for a worker.
+struct Plan {
+  std::size_t period = 1;      ///< k, local steps per round
+  std::size_t batch_size = 1;  ///< M_i, this worker's mini-batch size
+};
+
+/// Fixed period k = Options::period. Batch sizes: M_i = Options::batch_size when no speeds are
+/// given; otherwise M_i = max(1, round(N * batch_size * s_i / sum_j s_j)), so that workers of
+/// different speed finish their k steps together and the total batch stays about N * batch_size.
+///
+/// \tparam LearningRate a schedule from cocod::lr (Constant, StepDecay, Cosine, Warmup<...>).
+template <class LearningRate = lr::Constant>
+struct Fixed {
+  LearningRate lr{};
+
+  void validate() const { lr.validate(); }
+
+  [[nodiscard]] Plan plan(const Options& o, int rank, int workers) const {
+    Plan p;
+    p.period = o.period;
+    if (o.speeds.empty()) {
+      p.batch_size = o.batch_size;
+    } else {
+      const double total = std::accumulate(o.speeds.begin(), o.speeds.end(), 0.0);
+      const double share = o.speeds[static_cast<std::size_t>(rank)] / total;
+      const double m = std::round(static_cast<double>(workers) *
+                                  static_cast<double>(o.batch_size) * share);
+      p.batch_size = m < 1.0 ? 1 : static_cast<std::size_t>(m);
+    }
+    return p;
+  }
+
+  [[nodiscard]] double learning_rate(const Options& o, std::size_t step,
+                                     std::size_t total_steps) const {
+    return lr(o.learning_rate, step, total_steps);
+  }
+};
+
+}  // namespace cocod::schedule

@@ -1,0 +1,80 @@
+#pragma once
+// Learning-rate schedules: pure functions of the global step t, the base rate and the run's
+// total number of steps. Each validates its own hyperparameters when constructed by a schedule.
+#include <cmath>
+#include <cstddef>
+#include <numbers>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace cocod::lr {
+
+namespace detail {
+[[noreturn]] inline void fail(const char* type, const char* field, const char* rule, double got) {
+  std::ostringstream os;
+  os << "cocod::lr::" << type << ": " << field << " " << rule << " (got " << got << ")";
+  throw std::invalid_argument(os.str());
+}
+}  // namespace detail
+
+/// lr(t) = base.
+struct Constant {
+  void validate() const {}
+  [[nodiscard]] double operator()(double base, std::size_t, std::size_t) const { return base; }
+};
+
+/// lr(t) = base * gamma^floor(t / step_size).
+struct StepDecay {
+  std::size_t step_size = 1000;
+  double gamma = 0.1;
+  void validate() const {
+    if (step_size == 0) detail::fail("StepDecay", "step_size", "must be >= 1", 0);
+    if (!(gamma > 0.0 && gamma <= 1.0)) detail::fail("StepDecay", "gamma", "must be in (0, 1]", gamma);
+  }
+  [[nodiscard]] double operator()(double base, std::size_t t, std::size_t) const {
+    return base * std::pow(gamma, static_cast<double>(t / step_size));
+  }
+};
+
+/// lr(t) = min_lr + (base - min_lr) (1 + cos(pi t / T)) / 2, T = total_steps, or the run's
+/// number of steps when total_steps = 0; lr(t) = min_lr for t >= T.
+struct Cosine {
+  std::size_t total_steps = 0;
+  double min_lr = 0.0;
+  void validate() const {
+    if (!(min_lr >= 0.0)) detail::fail("Cosine", "min_lr", "must be >= 0", min_lr);
+  }
+  [[nodiscard]] double operator()(double base, std::size_t t, std::size_t run_total) const {
+    const std::size_t T = total_steps ? total_steps : run_total;
+    if (T == 0)
+      throw std::invalid_argument(
+          "cocod::lr::Cosine: total_steps must be set when the run's length is not known");
+    if (t >= T) return min_lr;
+    const double c = std::cos(std::numbers::pi * static_cast<double>(t) / static_cast<double>(T));
+    return min_lr + (base - min_lr) * (1.0 + c) / 2.0;
+  }
+};
+
+/// Linear warm-up over the first `steps` steps from start_factor * base to base, then `After`
+/// (which sees the step count from the start of the run).
+template <class After = Constant>
+struct Warmup {
+  std::size_t steps = 100;
+  double start_factor = 0.1;
+  After after{};
+  void validate() const {
+    if (steps == 0) detail::fail("Warmup", "steps", "must be >= 1", 0);
+    if (!(start_factor > 0.0 && start_factor <= 1.0))
+      detail::fail("Warmup", "start_factor", "must be in (0, 1]", start_factor);
+    after.validate();
+  }
+  [[nodiscard]] double operator()(double base, std::size_t t, std::size_t run_total) const {
+    if (t >= steps) return after(base, t, run_total);
+    const double f = start_factor + (1.0 - start_factor) * static_cast<double>(t) /
+                                        static_cast<double>(steps);
+    return f * after(base, t, run_total);
+  }
+};
+
+}  // namespace cocod::lr
