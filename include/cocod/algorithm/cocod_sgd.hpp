@@ -57,7 +57,7 @@ class Optimizer
     backend::round_end(B{}, x, anchor_.span(), send_.first(x.size()), this->weight());
     needs_post_ = true;
   }
-  void finish(std::span<T> x) {
+  void finish_run(std::span<T> x) {
     await_round();
     backend::scale(B{}, send_.first(x.size()), std::span<const T>(x), this->weight());
     const auto tag = this->write_control(send_.span());

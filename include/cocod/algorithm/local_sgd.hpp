@@ -38,7 +38,7 @@ class LocalSGD
   }
   void communicate(std::span<T>, T) {}
   void end_round(std::span<T> x) { average(x); }
-  void finish(std::span<T> x) {
+  void finish_run(std::span<T> x) {
     if (!averaged_) average(x);
   }
   void drain() noexcept {}

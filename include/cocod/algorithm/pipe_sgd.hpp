@@ -50,7 +50,7 @@ class PipeSGD
     current_ ^= 1;
   }
   void end_round(std::span<T>) {}
-  void finish(std::span<T> x) {
+  void finish_run(std::span<T> x) {
     apply_previous(x);
     pending_ = false;
   }

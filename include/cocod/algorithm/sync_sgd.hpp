@@ -40,7 +40,7 @@ class SyncSGD
     this->local_update().apply(x, g, lr);
   }
   void end_round(std::span<T>) {}
-  void finish(std::span<T>) {}
+  void finish_run(std::span<T>) {}
   void drain() noexcept {}
 
   Buffer reduce_;

@@ -4,12 +4,10 @@
 // buffer for anchors, send buffers and momentum) and kernels.hpp (the fused passes).
 #include <type_traits>
 
+#include "cocod/backend/tags.hpp"
 #include "cocod/model/concepts.hpp"
 
 namespace cocod::backend {
-
-/// Tag of the host backend: Eigen maps and expressions over host memory.
-struct cpu {};
 
 /// The backend for a parameter buffer P. Host buffers map to backend::cpu; a device backend
 /// specialises this trait for its device spans and vectors.

@@ -9,26 +9,34 @@
 
 namespace cocod::callbacks {
 
-/// Asks to stop after `patience` rounds whose consensus loss did not improve on the best by
-/// more than `min_delta`, or as soon as it is <= `target_loss`.
-struct EarlyStop {
-  std::size_t patience = 10;
-  double min_delta = 0.0;
-  double target_loss = -std::numeric_limits<double>::infinity();
+/// Asks to stop after `patience` consensus losses that did not improve on the best by more
+/// than `min_delta`, or as soon as one is <= `target_loss`:
+///
+///     cocod::callbacks::EarlyStop{{.patience = 5, .min_delta = 1e-4}}
+class EarlyStop {
+ public:
+  struct Settings {
+    std::size_t patience = 10;
+    double min_delta = 0.0;
+    double target_loss = -std::numeric_limits<double>::infinity();
+  };
+  EarlyStop() = default;
+  explicit EarlyStop(Settings settings) : settings_(settings) {}
 
   bool on_round(const RoundStats& s) {
     if (std::isnan(s.consensus_loss) || s.consensus_loss_round == last_seen_) return false;
     last_seen_ = s.consensus_loss_round;
-    if (s.consensus_loss <= target_loss) return true;
-    if (s.consensus_loss < best_ - min_delta) {
+    if (s.consensus_loss <= settings_.target_loss) return true;
+    if (s.consensus_loss < best_ - settings_.min_delta) {
       best_ = s.consensus_loss;
       bad_ = 0;
       return false;
     }
-    return ++bad_ >= patience;
+    return ++bad_ >= settings_.patience;
   }
 
  private:
+  Settings settings_{};
   double best_ = std::numeric_limits<double>::infinity();
   std::size_t bad_ = 0;
   std::size_t last_seen_ = static_cast<std::size_t>(-1);

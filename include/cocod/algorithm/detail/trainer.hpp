@@ -11,7 +11,7 @@
 //   compute(model, x, batch, lr) -> loss     the step's gradient and local work
 //   communicate(x, lr)     the step's communication (after the loss is counted)
 //   end_round(x)           at the end of every full round
-//   finish(x)              at the end of the run (consensus)
+//   finish_run(x)          at the end of the run (consensus)
 //   drain()                wait for anything in flight (called before buffers die)
 #include <array>
 #include <chrono>
@@ -126,7 +126,7 @@ class Trainer {
       mark_round_loss_ready(step_in_round_);
       close_round();
     }
-    self().finish(x);
+    self().finish_run(x);
     running_ = false;
     report_.steps = step_;
     report_.epochs = epochs();

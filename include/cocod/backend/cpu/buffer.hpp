@@ -2,10 +2,11 @@
 // Owning buffers of the CPU backend: anchors, send buffers, gradients and momentum.
 #include <cstddef>
 #include <span>
+
+#include "cocod/backend/tags.hpp"
 #include <vector>
 
 namespace cocod::backend {
-struct cpu;
 
 /// A buffer of n scalars of backend B, allocated once per run.
 template <class B, class T>

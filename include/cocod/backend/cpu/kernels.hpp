@@ -9,8 +9,9 @@
 #include <cstddef>
 #include <span>
 
+#include "cocod/backend/tags.hpp"
+
 namespace cocod::backend {
-struct cpu;
 
 namespace cpu_kernels {
 template <class T>

@@ -1,0 +1,237 @@
+#pragma once
+// Shared by the convex examples: the command line, the run of each algorithm on in-process
+// workers over a throttled link, and the summary table. Example code, not part of the library.
+#include <cocod.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace example {
+
+struct Args {
+  std::vector<std::string> algorithms{"cocod", "ssgd", "local", "pipe"};
+  int workers = 2;
+  std::size_t period = 8;
+  double bandwidth_gbit = 1.0;
+  std::optional<double> latency_us = 50.0;  // nullopt: "auto"
+  std::uint64_t seed = 1;
+  double epochs = 3;
+  double learning_rate = 0.05;
+  double momentum = 0.0;
+  std::size_t batch = 256;
+  std::string csv;
+  bool progress = true;
+};
+
+[[noreturn]] inline void usage_error(const std::string& program, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(), message.c_str(), program.c_str());
+  std::exit(2);
+}
+
+/// Parses the common flags; prints --help and exits. `what` is the example's one-line summary.
+inline Args parse(int argc, char** argv, const char* what, Args defaults) {
+  Args a = std::move(defaults);
+  const std::string program = argc > 0 ? argv[0] : "example";
+  auto value = [&](int& i, const std::string& flag) -> std::string {
+    if (i + 1 >= argc) usage_error(program, "option " + flag + " needs a value");
+    return argv[++i];
+  };
+  auto number = [&](const std::string& flag, const std::string& text, double min) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < min) {
+      std::ostringstream os;
+      os << "option " << flag << " needs a number >= " << min << " (got '" << text << "')";
+      usage_error(program, os.str());
+    }
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::printf(
+          "%s\n\nUsage: %s [options]\n"
+          "  --algo LIST        algorithms to run, comma-separated: cocod,ssgd,local,pipe or all (default: all)\n"
+          "  --workers N        in-process workers (default: %d)\n"
+          "  --period K         local steps per round (default: %zu)\n"
+          "  --bandwidth GBIT   link bandwidth in Gbit/s (default: %g)\n"
+          "  --latency US|auto  link latency in microseconds; 'auto' picks it so that one all-reduce\n"
+          "                     costs about K local steps (default: %s)\n"
+          "  --epochs E         passes over the data (default: %g)\n"
+          "  --lr RATE          learning rate (default: %g)\n"
+          "  --momentum MU      local momentum (default: %g)\n"
+          "  --batch M          mini-batch size per worker (default: %zu)\n"
+          "  --seed S           seed of data and sampling (default: %llu)\n"
+          "  --csv FILE         also write the per-round log of every algorithm to FILE\n"
+          "  --no-progress      no progress bars\n",
+          what, program.c_str(), a.workers, a.period, a.bandwidth_gbit,
+          a.latency_us ? std::to_string(*a.latency_us).c_str() : "auto", a.epochs, a.learning_rate,
+          a.momentum, a.batch, static_cast<unsigned long long>(a.seed));
+      std::exit(0);
+    } else if (flag == "--algo") {
+      const std::string list = value(i, flag);
+      a.algorithms.clear();
+      std::stringstream ss(list);
+      for (std::string item; std::getline(ss, item, ',');) {
+        if (item == "all") {
+          a.algorithms = {"cocod", "ssgd", "local", "pipe"};
+        } else if (item == "cocod" || item == "ssgd" || item == "local" || item == "pipe") {
+          a.algorithms.push_back(item);
+        } else {
+          usage_error(program, "unknown algorithm '" + item + "' in --algo (choose from cocod, ssgd, local, pipe, all)");
+        }
+      }
+      if (a.algorithms.empty()) usage_error(program, "--algo needs at least one algorithm");
+    } else if (flag == "--workers") {
+      a.workers = static_cast<int>(number(flag, value(i, flag), 1));
+    } else if (flag == "--period") {
+      a.period = static_cast<std::size_t>(number(flag, value(i, flag), 1));
+    } else if (flag == "--bandwidth") {
+      a.bandwidth_gbit = number(flag, value(i, flag), 1e-6);
+    } else if (flag == "--latency") {
+      const std::string v = value(i, flag);
+      a.latency_us = v == "auto" ? std::nullopt : std::optional<double>(number(flag, v, 0));
+    } else if (flag == "--epochs") {
+      a.epochs = number(flag, value(i, flag), 1e-6);
+    } else if (flag == "--lr") {
+      a.learning_rate = number(flag, value(i, flag), 1e-12);
+    } else if (flag == "--momentum") {
+      a.momentum = number(flag, value(i, flag), 0);
+    } else if (flag == "--batch") {
+      a.batch = static_cast<std::size_t>(number(flag, value(i, flag), 1));
+    } else if (flag == "--seed") {
+      a.seed = static_cast<std::uint64_t>(number(flag, value(i, flag), 0));
+    } else if (flag == "--csv") {
+      a.csv = value(i, flag);
+    } else if (flag == "--no-progress") {
+      a.progress = false;
+    } else {
+      usage_error(program, "unknown option '" + flag + "'");
+    }
+  }
+  return a;
+}
+
+inline const char* display_name(const std::string& key) {
+  if (key == "cocod") return "CoCoD-SGD";
+  if (key == "ssgd") return "S-SGD";
+  if (key == "local") return "Local-SGD";
+  return "Pipe-SGD";
+}
+
+/// The round-time model of PAPER.md with C = k*c measured and m the link's all-reduce cost.
+inline double predicted_round(const std::string& key, std::size_t k, double C, double m) {
+  const double c = C / static_cast<double>(k);
+  if (key == "ssgd") return C + static_cast<double>(k) * m;
+  if (key == "local") return C + m;
+  if (key == "pipe") return static_cast<double>(k) * std::max(c, m);
+  return std::max(C, m);
+}
+
+struct Result {
+  cocod::Report report;
+  std::vector<std::pair<std::string, double>> metrics;
+};
+
+/// Runs one algorithm on `args.workers` threads over a throttled link. make(rank, workers)
+/// builds a worker's model; evaluate(model) returns the example's quality metrics (rank 0).
+template <class MakeModel, class Evaluate>
+Result run_one(const std::string& key, const Args& args, const cocod::comm::Link& link, MakeModel make,
+               Evaluate evaluate) {
+  using Model = std::invoke_result_t<MakeModel, int, int>;
+  using Comm = cocod::comm::Throttled<cocod::comm::Threads>;
+  Result result;
+  const cocod::Options options{.learning_rate = args.learning_rate, .momentum = args.momentum,
+                               .period = args.period, .batch_size = args.batch, .seed = args.seed};
+  cocod::comm::Threads::run(args.workers, [&](cocod::comm::Threads threads) {
+    Comm comm{threads, link};
+    Model model = make(threads.rank(), threads.size());
+    auto go = [&](auto&& opt) {
+      cocod::Report report;
+      std::string csv = args.csv;
+      if (!csv.empty()) csv += "." + key;
+      if (args.progress && !csv.empty())
+        report = opt.optimize(model, cocod::Epochs{args.epochs}, cocod::callbacks::ProgressBar{}, cocod::callbacks::CsvLogger{csv});
+      else if (args.progress)
+        report = opt.optimize(model, cocod::Epochs{args.epochs}, cocod::callbacks::ProgressBar{});
+      else if (!csv.empty())
+        report = opt.optimize(model, cocod::Epochs{args.epochs}, cocod::callbacks::CsvLogger{csv});
+      else
+        report = opt.optimize(model, cocod::Epochs{args.epochs});
+      if (threads.rank() == 0) {
+        result.report = std::move(report);
+        result.metrics = evaluate(model);
+      }
+    };
+    if (key == "cocod") go(cocod::Optimizer<Model, Comm>{comm, options});
+    else if (key == "ssgd") go(cocod::SyncSGD<Model, Comm>{comm, options});
+    else if (key == "local") go(cocod::LocalSGD<Model, Comm>{comm, options});
+    else go(cocod::PipeSGD<Model, Comm>{comm, options});
+  });
+  return result;
+}
+
+/// Median seconds of one local step (gradient + update) with all workers computing at once,
+/// to size the link for `--latency auto`.
+template <class MakeModel>
+double measure_step_seconds(const Args& args, MakeModel make) {
+  using Model = std::invoke_result_t<MakeModel, int, int>;
+  double seconds = 0;
+  cocod::comm::Threads::run(args.workers, [&](cocod::comm::Threads comm) {
+    Model model = make(comm.rank(), comm.size());
+    cocod::LocalSGD<Model, cocod::comm::Local> opt{cocod::comm::Local{},
+        {.learning_rate = args.learning_rate, .period = 1000, .batch_size = args.batch, .seed = args.seed}};
+    const auto report = opt.optimize(model, cocod::Steps{40});
+    if (comm.rank() == 0) seconds = report.rounds[0].compute_s / 40.0;
+  });
+  return seconds;
+}
+
+/// The whole example: pick the link, run each algorithm, print one row per algorithm.
+template <class MakeModel, class Evaluate>
+int compare(const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
+  const std::size_t bytes = (parameters + 2) * sizeof(double);
+  cocod::comm::Link link = cocod::comm::Link::gbit(args.bandwidth_gbit, args.latency_us.value_or(0.0));
+  const double step_s = measure_step_seconds(args, make);
+  if (!args.latency_us) {
+    // one all-reduce ~ k local steps: solve 2(N-1) alpha + 2(N-1)/N S/beta = k c for alpha
+    const double target = static_cast<double>(args.period) * step_s;
+    const double bandwidth_part = link.all_reduce_seconds(bytes, args.workers);
+    link.latency = args.workers > 1 ? std::max(0.0, (target - bandwidth_part) / (2.0 * (args.workers - 1))) : 0.0;
+  }
+  const double m = link.all_reduce_seconds(bytes, args.workers);
+  std::printf("# %d workers (threads), k = %zu, %zu parameters (%zu bytes per all-reduce)\n", args.workers,
+              args.period, parameters, bytes);
+  std::printf("# link: %g Gbit/s, latency %.1f us%s -> one all-reduce m = %.3f ms; one local step c = %.3f ms (k*c = %.3f ms)\n",
+              args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c)", m * 1e3,
+              step_s * 1e3, step_s * 1e3 * static_cast<double>(args.period));
+  std::vector<std::pair<std::string, Result>> results;
+  for (const auto& key : args.algorithms) {
+    results.emplace_back(key, run_one(key, args, link, make, evaluate));
+  }
+  std::printf("#\n# times are medians over rounds, in ms; model = PAPER.md's round time with kc measured, m the link cost\n");
+  std::printf("# %-10s %6s %7s %10s %9s %9s %9s %9s %7s %8s", "algorithm", "steps", "epochs", "round_ms", "kc_ms",
+              "comm_ms", "wait_ms", "model_ms", "ratio", "wall_s");
+  for (const auto& [name, v] : results.front().second.metrics) std::printf(" %14s", name.c_str());
+  std::printf("\n");
+  for (const auto& [key, r] : results) {
+    const auto& rep = r.report;
+    const double round = rep.median_round_s(), C = rep.median_compute_s();
+    const double model = predicted_round(key, args.period, C, m);
+    std::printf("  %-10s %6zu %7.2f %10.3f %9.3f %9.3f %9.3f %9.3f %7.3f %8.3f", display_name(key), rep.steps,
+                rep.epochs, round * 1e3, C * 1e3, rep.median_comm_s() * 1e3, rep.median_wait_s() * 1e3,
+                model * 1e3, round / model, rep.seconds);
+    for (const auto& [name, v] : r.metrics) std::printf(" %14.6g", v);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace example

@@ -1,0 +1,141 @@
+// comm::Threads: collectives, determinism, and failures that end the group instead of hanging.
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+TEST_CASE_TEMPLATE("all_reduce sums in rank order and broadcast copies the root", T, float, double) {
+  for (int workers : {1, 2, 3, 5}) {
+    std::vector<std::vector<T>> out(static_cast<std::size_t>(workers));
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      const int r = comm.rank();
+      CHECK(comm.size() == workers);
+      std::vector<T> v(13);
+      for (std::size_t j = 0; j < v.size(); ++j) v[j] = static_cast<T>(r + 1) * static_cast<T>(j + 1);
+      comm.all_reduce(std::span<T>(v));
+      auto req = comm.all_reduce_async(std::span<T>(v));  // twice: sums of sums
+      req.wait();
+      std::vector<T> b(4, static_cast<T>(r));
+      comm.broadcast(std::span<T>(b), workers - 1);
+      for (T x : b) CHECK(x == static_cast<T>(workers - 1));
+      out[static_cast<std::size_t>(r)] = v;
+    });
+    const T total = static_cast<T>(workers * (workers + 1) / 2);
+    for (const auto& v : out)
+      for (std::size_t j = 0; j < v.size(); ++j) CHECK(v[j] == total * workers * static_cast<T>(j + 1));
+  }
+}
+
+TEST_CASE("the sum does not depend on thread timing") {
+  // Values whose sum depends on the order of addition in float.
+  std::vector<float> first;
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<float> result;
+    std::mutex m;
+    cocod::comm::Threads::run(4, [&](cocod::comm::Threads comm) {
+      std::this_thread::sleep_for(std::chrono::microseconds(37 * ((comm.rank() + trial) % 4)));
+      std::vector<float> v(1000);
+      cocod::Rng rng(static_cast<std::uint64_t>(comm.rank()));
+      for (auto& x : v) x = static_cast<float>((rng.uniform() - 0.5) * std::pow(10.0, rng.below(12)));
+      comm.all_reduce(std::span<float>(v));
+      std::lock_guard lock(m);
+      if (comm.rank() == 2) result = v;
+    });
+    if (trial == 0)
+      first = result;
+    else
+      CHECK(result == first);
+  }
+}
+
+TEST_CASE("CoCoD-SGD on Threads gives bitwise identical models over 20 runs") {
+  auto run_once = [] {
+    std::vector<std::vector<double>> models(3);
+    cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+      cocod_test::LeastSquares<double> model(200, 17, 100 + static_cast<std::uint64_t>(comm.rank()));
+      cocod::Optimizer<decltype(model), cocod::comm::Threads> opt{
+          comm, {.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 8, .speeds = {1, 2, 3}, .seed = 9}};
+      opt.optimize(model, cocod::Steps{50});
+      models[static_cast<std::size_t>(comm.rank())] = model.x;
+    });
+    return models;
+  };
+  const auto reference = run_once();
+  CHECK(reference[0] == reference[1]);  // the consensus is the same on every worker
+  CHECK(reference[0] == reference[2]);
+  for (int i = 1; i < 20; ++i) CHECK(run_once() == reference);
+}
+
+TEST_CASE("a worker that throws ends the group; its exception is the one rethrown") {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<int> aborted{0};
+  CHECK_THROWS_WITH_AS(cocod::comm::Threads::run(3,
+                                                 [&](cocod::comm::Threads comm) {
+                                                   std::vector<double> v(8, 1.0);
+                                                   comm.all_reduce(std::span<double>(v));
+                                                   if (comm.rank() == 1) throw std::runtime_error("worker one broke");
+                                                   try {
+                                                     comm.all_reduce(std::span<double>(v));  // never completes
+                                                   } catch (const cocod::Aborted&) {
+                                                     ++aborted;
+                                                     throw;
+                                                   }
+                                                 }),
+                       "worker one broke", std::runtime_error);
+  CHECK(aborted == 2);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("mismatched collectives raise the same error on every worker") {
+  std::atomic<int> errors{0};
+  CHECK_THROWS_AS(cocod::comm::Threads::run(2,
+                                            [&](cocod::comm::Threads comm) {
+                                              std::vector<double> v(comm.rank() == 0 ? 4 : 5, 1.0);
+                                              try {
+                                                comm.all_reduce(std::span<double>(v));
+                                              } catch (const cocod::DistributedError& e) {
+                                                CHECK(std::string(e.what()).find("mismatched collectives") != std::string::npos);
+                                                ++errors;
+                                                throw;
+                                              }
+                                            }),
+                  cocod::DistributedError);
+  CHECK(errors == 2);
+}
+
+TEST_CASE("a worker that returns while another waits in a collective does not hang it") {
+  CHECK_THROWS_WITH_AS(cocod::comm::Threads::run(2,
+                                                 [&](cocod::comm::Threads comm) {
+                                                   if (comm.rank() == 0) return;
+                                                   std::vector<float> v(3);
+                                                   comm.all_reduce(std::span<float>(v));
+                                                 }),
+                       doctest::Contains("worker 0 returned while this worker waits in a collective"),
+                       cocod::DistributedError);
+}
+
+TEST_CASE("parameter counts that differ between workers raise a clear error on every worker") {
+  std::atomic<int> errors{0};
+  CHECK_THROWS_AS(cocod::comm::Threads::run(3,
+                                            [&](cocod::comm::Threads comm) {
+                                              cocod_test::LeastSquares<float> model(20, comm.rank() == 2 ? 6 : 5, 1);
+                                              cocod::Optimizer<decltype(model), cocod::comm::Threads> opt{comm, {}};
+                                              try {
+                                                opt.begin(model);
+                                              } catch (const cocod::DistributedError& e) {
+                                                CHECK(std::string(e.what()).find("parameter count differs between workers: rank 0 has 5") != std::string::npos);
+                                                ++errors;
+                                                throw;
+                                              }
+                                            }),
+                  cocod::DistributedError);
+  CHECK(errors == 3);
+}
