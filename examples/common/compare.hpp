@@ -35,6 +35,13 @@ struct Args {
   std::exit(2);
 }
 
+inline std::string latency_text(const std::optional<double>& us) {
+  if (!us) return "auto";
+  std::ostringstream os;
+  os << *us;
+  return os.str();
+}
+
 /// Parses the common flags; prints --help and exits. `what` is the example's one-line summary.
 inline Args parse(int argc, char** argv, const char* what, Args defaults) {
   Args a = std::move(defaults);
@@ -51,6 +58,11 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       os << "option " << flag << " needs a number >= " << min << " (got '" << text << "')";
       usage_error(program, os.str());
     }
+    return v;
+  };
+  auto integer = [&](const std::string& flag, const std::string& text, double min) {
+    const double v = number(flag, text, min);
+    if (v != std::floor(v) || v > 1e15) usage_error(program, "option " + flag + " needs a whole number (got '" + text + "')");
     return v;
   };
   for (int i = 1; i < argc; ++i) {
@@ -72,7 +84,7 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
           "  --csv FILE         also write the per-round log of every algorithm to FILE\n"
           "  --no-progress      no progress bars\n",
           what, program.c_str(), a.workers, a.period, a.bandwidth_gbit,
-          a.latency_us ? std::to_string(*a.latency_us).c_str() : "auto", a.epochs, a.learning_rate,
+          latency_text(a.latency_us).c_str(), a.epochs, a.learning_rate,
           a.momentum, a.batch, static_cast<unsigned long long>(a.seed));
       std::exit(0);
     } else if (flag == "--algo") {
@@ -90,9 +102,9 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       }
       if (a.algorithms.empty()) usage_error(program, "--algo needs at least one algorithm");
     } else if (flag == "--workers") {
-      a.workers = static_cast<int>(number(flag, value(i, flag), 1));
+      a.workers = static_cast<int>(integer(flag, value(i, flag), 1));
     } else if (flag == "--period") {
-      a.period = static_cast<std::size_t>(number(flag, value(i, flag), 1));
+      a.period = static_cast<std::size_t>(integer(flag, value(i, flag), 1));
     } else if (flag == "--bandwidth") {
       a.bandwidth_gbit = number(flag, value(i, flag), 1e-6);
     } else if (flag == "--latency") {
@@ -105,9 +117,9 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
     } else if (flag == "--momentum") {
       a.momentum = number(flag, value(i, flag), 0);
     } else if (flag == "--batch") {
-      a.batch = static_cast<std::size_t>(number(flag, value(i, flag), 1));
+      a.batch = static_cast<std::size_t>(integer(flag, value(i, flag), 1));
     } else if (flag == "--seed") {
-      a.seed = static_cast<std::uint64_t>(number(flag, value(i, flag), 0));
+      a.seed = static_cast<std::uint64_t>(integer(flag, value(i, flag), 0));
     } else if (flag == "--csv") {
       a.csv = value(i, flag);
     } else if (flag == "--no-progress") {
@@ -212,15 +224,20 @@ int compare(const Args& args, std::size_t parameters, MakeModel make, Evaluate e
   std::printf("# link: %g Gbit/s, latency %.1f us%s -> one all-reduce m = %.3f ms; one local step c = %.3f ms (k*c = %.3f ms)\n",
               args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c)", m * 1e3,
               step_s * 1e3, step_s * 1e3 * static_cast<double>(args.period));
+  std::fflush(stdout);  // before the progress bars on stderr
   std::vector<std::pair<std::string, Result>> results;
   for (const auto& key : args.algorithms) {
     results.emplace_back(key, run_one(key, args, link, make, evaluate));
   }
   std::printf("#\n# times are medians over rounds, in ms; model = PAPER.md's round time with kc measured, m the link cost\n");
-  std::printf("# %-10s %6s %7s %10s %9s %9s %9s %9s %7s %8s", "algorithm", "steps", "epochs", "round_ms", "kc_ms",
-              "comm_ms", "wait_ms", "model_ms", "ratio", "wall_s");
+  std::printf("# speedup = S-SGD's wall time / this algorithm's (when S-SGD ran)\n");
+  std::printf("# %-10s %6s %7s %10s %9s %9s %9s %9s %7s %8s %8s", "algorithm", "steps", "epochs", "round_ms", "kc_ms",
+              "comm_ms", "wait_ms", "model_ms", "ratio", "wall_s", "speedup");
   for (const auto& [name, v] : results.front().second.metrics) std::printf(" %14s", name.c_str());
   std::printf("\n");
+  double ssgd_wall = std::nan("");
+  for (const auto& [key, r] : results)
+    if (key == "ssgd") ssgd_wall = r.report.seconds;
   for (const auto& [key, r] : results) {
     const auto& rep = r.report;
     const double round = rep.median_round_s(), C = rep.median_compute_s();
@@ -228,6 +245,10 @@ int compare(const Args& args, std::size_t parameters, MakeModel make, Evaluate e
     std::printf("  %-10s %6zu %7.2f %10.3f %9.3f %9.3f %9.3f %9.3f %7.3f %8.3f", display_name(key), rep.steps,
                 rep.epochs, round * 1e3, C * 1e3, rep.median_comm_s() * 1e3, rep.median_wait_s() * 1e3,
                 model * 1e3, round / model, rep.seconds);
+    if (std::isnan(ssgd_wall))
+      std::printf(" %8s", "-");
+    else
+      std::printf(" %8.2f", ssgd_wall / rep.seconds);
     for (const auto& [name, v] : r.metrics) std::printf(" %14.6g", v);
     std::printf("\n");
   }

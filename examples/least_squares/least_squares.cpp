@@ -10,7 +10,7 @@
 
 namespace {
 constexpr Eigen::Index dim = 256;
-constexpr std::size_t samples_per_worker = 8192;
+constexpr std::size_t samples_per_worker = 32768;
 
 /// One worker's shard: samples a_i ~ U[-1,1]^d (one per column), b = A^T x* + noise.
 struct Shard {
@@ -59,9 +59,9 @@ class LeastSquares {
 
 int main(int argc, char** argv) {
   example::Args defaults;
-  defaults.learning_rate = 0.05;
-  defaults.batch = 512;
-  defaults.epochs = 4;
+  defaults.learning_rate = 1.0;
+  defaults.batch = 2048;
+  defaults.epochs = 10;
   const auto args = example::parse(argc, argv,
       "Least squares on synthetic data: distance to the closed-form optimum and round times of each algorithm.",
       defaults);
