@@ -220,6 +220,15 @@ class Trainer {
     current_.comm_s += seconds(request.completed_at() - posted);
   }
 
+  /// The consensus x = sum_j w_j x_j, through `buffer` (model size + control_slots), blocking.
+  void average(std::span<T> x, Buffer& buffer) {
+    backend::scale(B{}, buffer.first(x.size()), std::span<const T>(x), weight());
+    const auto tag = write_control(buffer.span());
+    all_reduce(buffer.span());
+    read_control(buffer.span(), tag);
+    backend::copy(B{}, x, std::span<const T>(buffer.first(x.size())));
+  }
+
   /// Writes the control slots of a buffer about to be reduced; returns the round whose loss
   /// they carry (every worker computes the same one).
   std::size_t write_control(std::span<T> buffer) {
