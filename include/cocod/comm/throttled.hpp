@@ -104,6 +104,12 @@ class Throttled {
     const auto deadline = reserve(link_.all_reduce_seconds(buffer.size_bytes(), size()));
     return Request(inner_.all_reduce_async(buffer), deadline);
   }
+  /// Forwards progress() to communicators that need to be driven (comm::Mpi's caller design).
+  void progress()
+    requires requires(C& c) { c.progress(); }
+  {
+    inner_.progress();
+  }
 
  private:
   Clock::time_point reserve(double seconds) {

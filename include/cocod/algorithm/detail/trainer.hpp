@@ -103,6 +103,7 @@ class Trainer {
     lr_ = schedule_.learning_rate(options_, step_, total_steps_);
     const double waited_before = current_.wait_s;
     const double loss = self().compute(model, x, batch, static_cast<scalar_type>(lr_));
+    if constexpr (requires { comm_.progress(); }) comm_.progress();  // communicators without a thread
     loss_sum_ += loss;
     if (step_in_round_ + 1 == plan_.period) mark_round_loss_ready(step_in_round_ + 1);
     self().communicate(x, static_cast<scalar_type>(lr_));

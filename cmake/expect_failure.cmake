@@ -1,0 +1,17 @@
+# cmake -DCOMMAND=<;-list> -DEXPECT=<regex> -DLIMIT=<seconds> -P expect_failure.cmake
+# Passes when COMMAND exits non-zero, its output matches EXPECT, and it ends within LIMIT seconds.
+string(TIMESTAMP start "%s")
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT ${LIMIT})
+string(TIMESTAMP stop "%s")
+math(EXPR took "${stop} - ${start}")
+message("${out}${err}")
+message("exit: ${rc}, ${took} s")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "expected a non-zero exit")
+endif()
+if(rc MATCHES "timeout|Process terminated due to timeout")
+  message(FATAL_ERROR "did not end within ${LIMIT} s")
+endif()
+if(NOT "${out}${err}" MATCHES "${EXPECT}")
+  message(FATAL_ERROR "output does not match: ${EXPECT}")
+endif()

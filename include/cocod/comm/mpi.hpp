@@ -1,0 +1,468 @@
+#pragma once
+// Workers as MPI processes (Boost.MPI for the environment and the communicator, the MPI C API
+// for the collectives). Link the CMake target cocod::mpi.
+//
+// Open MPI does not progress a non-blocking collective on its own: a posted operation advances
+// only inside MPI calls. comm::Mpi therefore supplies the progress, by one of three designs
+// (docs/mpi.md compares them on a shaped link):
+//   MpiProgress::polling_thread   a communication thread posts non-blocking collectives and
+//                                 polls MPI_Test, sleeping `poll_interval` between polls (default)
+//   MpiProgress::blocking_thread  a communication thread that waits in MPI_Wait (Open MPI spins
+//                                 there, taking a core from the computation)
+//   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
+//                                 and the collective advances only then and in wait()
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/datatype.hpp>
+#include <boost/mpi/environment.hpp>
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "cocod/comm/communicator.hpp"
+#include "cocod/errors.hpp"
+#include "cocod/model/concepts.hpp"
+
+namespace cocod::comm {
+
+/// How comm::Mpi makes a posted collective advance while the worker computes.
+enum class MpiProgress { polling_thread, blocking_thread, caller };
+
+/// Settings of comm::Mpi.
+struct MpiOptions {
+  MpiProgress progress = MpiProgress::polling_thread;
+  /// Sleep between two MPI_Test calls of the polling thread.
+  std::chrono::microseconds poll_interval{50};
+  /// true: sums are taken in rank order (reduce-scatter by MPI_Ialltoallv, then
+  /// MPI_Iallgatherv), bitwise identical to comm::Threads with as many workers. false: the MPI
+  /// library's own MPI_Iallreduce, whose order of summation it chooses.
+  bool deterministic = true;
+};
+
+[[nodiscard]] inline const char* to_string(MpiProgress p) noexcept {
+  switch (p) {
+    case MpiProgress::polling_thread: return "polling_thread";
+    case MpiProgress::blocking_thread: return "blocking_thread";
+    case MpiProgress::caller: return "caller";
+  }
+  return "?";
+}
+
+namespace mpi_detail {
+
+inline const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "unknown";
+}
+
+inline void check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string("cocod::comm::Mpi: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+enum class Op : std::uint8_t { all_reduce, broadcast };
+
+/// One collective, advanced stage by stage so that it can be driven by MPI_Test polls.
+struct Operation {
+  Op op = Op::all_reduce;
+  bool is_double = false;
+  void* data = nullptr;
+  std::size_t count = 0;
+  int root = 0;
+  int stage = 0;  // 0: not started
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+/// The state every copy of one comm::Mpi shares: the duplicated communicator, the queue of
+/// collectives (a fixed ring: posting allocates nothing) and the progress engine.
+class Engine {
+ public:
+  static constexpr std::size_t capacity = 64;
+
+  Engine(MPI_Comm comm, MpiOptions options) : options_(options) {
+    check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    counts_.resize(static_cast<std::size_t>(size_));
+    displs_.resize(static_cast<std::size_t>(size_));
+    recv_counts_.resize(static_cast<std::size_t>(size_));
+    recv_displs_.resize(static_cast<std::size_t>(size_));
+    if (options_.progress != MpiProgress::caller) thread_ = std::thread([this] { serve(); });
+  }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  [[nodiscard]] MPI_Comm handle() const noexcept { return comm_; }
+  [[nodiscard]] const MpiOptions& options() const noexcept { return options_; }
+
+  std::uint64_t post(const Operation& op) {
+    std::unique_lock lock(mutex_);
+    if (options_.progress == MpiProgress::caller) {
+      // No thread may drain the ring for us: make room by completing the oldest ourselves.
+      while (posted_ - completed_ >= capacity) complete_head(lock, true);
+    } else {
+      cv_.wait(lock, [&] { return posted_ - completed_ < capacity; });
+    }
+    ops_[posted_ % capacity] = op;
+    const std::uint64_t ticket = posted_++;
+    cv_.notify_all();
+    if (options_.progress == MpiProgress::caller && ticket == completed_) advance_head(lock, false);
+    return ticket;
+  }
+
+  /// Blocks until the ticket's collective completed; rethrows its failure.
+  Clock::time_point wait(std::uint64_t ticket) {
+    std::unique_lock lock(mutex_);
+    if (options_.progress == MpiProgress::caller) {
+      while (completed_ <= ticket) complete_head(lock, true);
+    } else {
+      cv_.wait(lock, [&] { return completed_ > ticket; });
+    }
+    const std::size_t slot = ticket % capacity;
+    if (errors_[slot]) std::rethrow_exception(errors_[slot]);
+    return done_at_[slot];
+  }
+
+  /// MpiProgress::caller: one MPI_Test on the oldest collective (and start the next when it
+  /// completes). Cheap when nothing is in flight; a no-op for the thread designs.
+  void progress() {
+    if (options_.progress != MpiProgress::caller) return;
+    std::unique_lock lock(mutex_);
+    while (posted_ > completed_ && advance_head(lock, false)) {
+    }
+  }
+
+ private:
+  // Advances the oldest collective; true when it completed (and was retired).
+  bool advance_head(std::unique_lock<std::mutex>&, bool block) {
+    const std::size_t slot = completed_ % capacity;
+    Operation& op = ops_[slot];
+    bool done = false;
+    try {
+      done = op.is_double ? advance<double>(op, block) : advance<float>(op, block);
+    } catch (...) {
+      errors_[slot] = std::current_exception();
+      done = true;
+    }
+    if (done) retire(slot);
+    return done;
+  }
+  void complete_head(std::unique_lock<std::mutex>& lock, bool block) {
+    while (!advance_head(lock, block)) {
+    }
+  }
+  void retire(std::size_t slot) {
+    done_at_[slot] = Clock::now();
+    ++completed_;
+    cv_.notify_all();
+  }
+
+  void serve() {
+    const bool block = options_.progress == MpiProgress::blocking_thread;
+    for (;;) {
+      std::uint64_t ticket = 0;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return posted_ > completed_ || closing_; });
+        if (posted_ == completed_) return;
+        ticket = completed_;
+      }
+      // The operation's slot cannot be reused before it is retired, so it is read unlocked.
+      Operation& op = ops_[ticket % capacity];
+      std::exception_ptr error;
+      try {
+        for (;;) {
+          const bool done = op.is_double ? advance<double>(op, block) : advance<float>(op, block);
+          if (done) break;
+          std::this_thread::sleep_for(options_.poll_interval);
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(mutex_);
+      errors_[ticket % capacity] = error;
+      retire(ticket % capacity);
+    }
+  }
+
+  // Returns true when the operation completed. `block`: wait in MPI_Wait instead of testing.
+  template <class T>
+  bool advance(Operation& op, bool block) {
+    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
+    auto finished = [&]() {
+      if (block) {
+        check(MPI_Wait(&op.request, MPI_STATUS_IGNORE), "MPI_Wait");
+        return true;
+      }
+      int flag = 0;
+      check(MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      return flag != 0;
+    };
+    T* data = static_cast<T*>(op.data);
+    const int n = checked_count(op.count);
+    for (;;) {
+      switch (op.stage) {
+        case 0:
+          if (op.op == Op::broadcast) {
+            check(MPI_Ibcast(data, n, type, op.root, comm_, &op.request), "MPI_Ibcast");
+          } else if (!options_.deterministic || size_ == 1) {
+            check(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_, &op.request), "MPI_Iallreduce");
+          } else {
+            start_reduce_scatter<T>(data, op.count, type, op.request);
+          }
+          op.stage = 1;
+          break;
+        case 1:
+          if (!finished()) return false;
+          if (op.op == Op::broadcast || !options_.deterministic || size_ == 1) {
+            op.stage = 0;
+            return true;
+          }
+          // Sum the received slices in rank order, into this rank's slice, then share it.
+          sum_own_slice<T>(data, op.count);
+          check(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, data, counts_.data(), displs_.data(), type, comm_, &op.request),
+                "MPI_Iallgatherv");
+          op.stage = 2;
+          break;
+        default:
+          if (!finished()) return false;
+          op.stage = 0;
+          return true;
+      }
+    }
+  }
+
+  static int checked_count(std::size_t n) {
+    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw std::invalid_argument("cocod::comm::Mpi: buffers of more than 2^31-1 elements are not supported");
+    return static_cast<int>(n);
+  }
+
+  // Slice q of n elements is [q n / N, (q+1) n / N), as in comm::Threads.
+  void layout(std::size_t n) {
+    const auto N = static_cast<std::size_t>(size_);
+    for (std::size_t q = 0; q < N; ++q) {
+      const std::size_t lo = q * n / N, hi = (q + 1) * n / N;
+      counts_[q] = static_cast<int>(hi - lo);
+      displs_[q] = static_cast<int>(lo);
+    }
+  }
+
+  template <class T>
+  void start_reduce_scatter(T* data, std::size_t n, MPI_Datatype type, MPI_Request& request) {
+    layout(n);
+    const auto r = static_cast<std::size_t>(rank_);
+    const int mine = counts_[r];
+    for (std::size_t q = 0; q < counts_.size(); ++q) {
+      recv_counts_[q] = mine;
+      recv_displs_[q] = static_cast<int>(q) * mine;
+    }
+    const std::size_t bytes = static_cast<std::size_t>(mine) * counts_.size() * sizeof(T);
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    check(MPI_Ialltoallv(data, counts_.data(), displs_.data(), type, scratch_.data(), recv_counts_.data(),
+                         recv_displs_.data(), type, comm_, &request),
+          "MPI_Ialltoallv");
+  }
+
+  template <class T>
+  void sum_own_slice(T* data, std::size_t) {
+    const auto r = static_cast<std::size_t>(rank_);
+    const auto mine = static_cast<std::size_t>(counts_[r]);
+    const T* parts = reinterpret_cast<const T*>(scratch_.data());
+    T* out = data + displs_[r];
+    for (std::size_t j = 0; j < mine; ++j) out[j] = parts[j];
+    for (std::size_t q = 1; q < counts_.size(); ++q) {
+      const T* part = parts + q * mine;
+      for (std::size_t j = 0; j < mine; ++j) out[j] += part[j];
+    }
+  }
+
+  MpiOptions options_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::vector<int> counts_, displs_, recv_counts_, recv_displs_;
+  std::vector<std::byte> scratch_;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::array<Operation, capacity> ops_{};
+  std::array<Clock::time_point, capacity> done_at_{};
+  std::array<std::exception_ptr, capacity> errors_{};
+  std::uint64_t posted_ = 0, completed_ = 0;
+  bool closing_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mpi_detail
+
+/// The communicator of one MPI process. A cheap handle: copies share the process's engine.
+///
+///     int main(int argc, char** argv) {
+///       return cocod::comm::Mpi::run(argc, argv, [](cocod::comm::Mpi comm) {
+///         MyModel model{shard(comm.rank(), comm.size())};
+///         cocod::Optimizer<MyModel, cocod::comm::Mpi> opt{comm, options};
+///         opt.optimize(model, cocod::Epochs{5});
+///       });
+///     }
+///
+/// Collectives run on a duplicate of the given communicator, so they never match the
+/// application's own messages.
+class Mpi {
+ public:
+  class Request {
+   public:
+    Request() = default;
+    void wait() {
+      if (engine_) done_ = engine_->wait(ticket_);
+      engine_ = nullptr;
+    }
+    [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
+
+   private:
+    friend class Mpi;
+    Request(mpi_detail::Engine* e, std::uint64_t ticket) : engine_(e), ticket_(ticket) {}
+    mpi_detail::Engine* engine_ = nullptr;
+    std::uint64_t ticket_ = 0;
+    Clock::time_point done_{};
+  };
+
+  /// Initializes MPI (requesting MPI_THREAD_MULTIPLE) unless it is already, and uses
+  /// MPI_COMM_WORLD. Throws if the thread level MPI provides is too low for the design.
+  Mpi(int& argc, char**& argv, MpiOptions options = {}) {
+    auto environment = std::make_shared<boost::mpi::environment>(argc, argv, boost::mpi::threading::multiple, true);
+    init(MPI_COMM_WORLD, options, std::move(environment));
+  }
+  /// Uses a communicator of an MPI that the application initialized.
+  explicit Mpi(const boost::mpi::communicator& comm, MpiOptions options = {}) {
+    init(static_cast<MPI_Comm>(comm), options, nullptr);
+  }
+
+  /// Runs fn(Mpi) and returns 0. If fn throws, prints "cocod: rank R failed: <what>" to stderr
+  /// and aborts the whole job (MPI_Abort), so that no other rank waits forever.
+  template <class F>
+    requires std::is_invocable_v<F&, Mpi>
+  static int run(int& argc, char**& argv, F&& fn, MpiOptions options = {}) {
+    std::optional<Mpi> comm;
+    try {
+      comm.emplace(argc, argv, options);
+      fn(*comm);
+    } catch (const std::exception& e) {
+      abort_job(e.what());
+    } catch (...) {
+      abort_job("unknown exception");
+    }
+    return 0;
+  }
+
+  [[nodiscard]] int rank() const noexcept { return engine_->rank(); }
+  [[nodiscard]] int size() const noexcept { return engine_->size(); }
+  [[nodiscard]] const MpiOptions& options() const noexcept { return engine_->options(); }
+  /// The MPI thread support level the library provides.
+  [[nodiscard]] int thread_level() const noexcept { return thread_level_; }
+  /// The duplicated communicator cocod's collectives use.
+  [[nodiscard]] MPI_Comm handle() const noexcept { return engine_->handle(); }
+
+  template <Scalar T>
+  void broadcast(std::span<T> buffer, int root) {
+    if (root < 0 || root >= size())
+      throw std::invalid_argument("cocod::comm::Mpi::broadcast: root " + std::to_string(root) + " is not a rank of " +
+                                  std::to_string(size()));
+    Request r(engine_.get(), engine_->post(operation(mpi_detail::Op::broadcast, buffer, root)));
+    r.wait();
+  }
+  template <Scalar T>
+  void all_reduce(std::span<T> buffer) {
+    all_reduce_async(buffer).wait();
+  }
+  template <Scalar T>
+  [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
+    return Request(engine_.get(), engine_->post(operation(mpi_detail::Op::all_reduce, buffer, 0)));
+  }
+  /// Advances collectives in flight (MpiProgress::caller); optimizers call it between steps.
+  void progress() { engine_->progress(); }
+
+  /// Ends every process of the job with `code` after printing `message` from this rank.
+  [[noreturn]] static void abort_job(const std::string& message, int code = 1) {
+    int rank = -1, initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "cocod: rank %d failed: %s\n", rank, message.c_str());
+    std::fflush(stderr);
+    if (initialized) MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ private:
+  void init(MPI_Comm comm, MpiOptions options, std::shared_ptr<boost::mpi::environment> environment) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized)
+      throw std::logic_error("cocod::comm::Mpi: MPI is not initialized (construct Mpi from argc/argv, or a "
+                             "boost::mpi::environment first)");
+    MPI_Query_thread(&thread_level_);
+    const int needed = options.progress == MpiProgress::caller ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
+    if (thread_level_ < needed)
+      throw std::runtime_error(std::string("cocod::comm::Mpi: progress design '") + to_string(options.progress) +
+                               "' needs " + mpi_detail::thread_level_name(needed) + ", but this MPI provides " +
+                               mpi_detail::thread_level_name(thread_level_) +
+                               " (use MpiProgress::caller, or an MPI built with thread support)");
+    if (options.poll_interval.count() < 0)
+      throw std::invalid_argument("cocod::comm::MpiOptions: poll_interval must be >= 0");
+    environment_ = std::move(environment);
+    // The engine must go before the environment finalizes MPI: members die in reverse order.
+    engine_ = std::make_shared<mpi_detail::Engine>(comm, options);
+  }
+
+  template <class T>
+  static mpi_detail::Operation operation(mpi_detail::Op op, std::span<T> b, int root) {
+    mpi_detail::Operation o;
+    o.op = op;
+    o.is_double = std::is_same_v<T, double>;
+    o.data = b.data();
+    o.count = b.size();
+    o.root = root;
+    return o;
+  }
+
+  std::shared_ptr<boost::mpi::environment> environment_;
+  std::shared_ptr<mpi_detail::Engine> engine_;
+  int thread_level_ = MPI_THREAD_SINGLE;
+};
+
+}  // namespace cocod::comm

@@ -1,0 +1,154 @@
+// comm::Mpi, run by ctest under mpiexec at 1, 2, 3 and 4 ranks: collectives for every progress
+// design, bitwise agreement with comm::Threads for every algorithm, and errors on every rank.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+#include <cocod/comm/mpi.hpp>
+
+#include <boost/mpi/communicator.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace {
+using cocod::comm::Mpi;
+using cocod::comm::MpiOptions;
+using cocod::comm::MpiProgress;
+
+Mpi* world = nullptr;  // the communicator main() made (polling thread, deterministic)
+
+const MpiOptions designs[] = {
+    {.progress = MpiProgress::polling_thread},
+    {.progress = MpiProgress::blocking_thread},
+    {.progress = MpiProgress::caller},
+};
+
+Mpi with(const MpiOptions& o) { return Mpi(boost::mpi::communicator(), o); }
+
+template <class T>
+void check_collectives(Mpi comm) {
+  const int N = comm.size(), r = comm.rank();
+  for (std::size_t n : {0u, 1u, 3u, 1000u, 100003u}) {
+    CAPTURE(n);
+    std::vector<T> v(n);
+    for (std::size_t j = 0; j < n; ++j) v[j] = static_cast<T>(r + 1) * static_cast<T>(j % 7 + 1);
+    comm.all_reduce(std::span<T>(v));
+    const T ranks = static_cast<T>(N * (N + 1) / 2);
+    bool ok = true;
+    for (std::size_t j = 0; j < n; ++j) ok = ok && v[j] == ranks * static_cast<T>(j % 7 + 1);
+    CHECK(ok);
+    // two in flight at once, waited in reverse order
+    std::vector<T> a(n, T(1)), b(n, T(2));
+    auto ra = comm.all_reduce_async(std::span<T>(a));
+    auto rb = comm.all_reduce_async(std::span<T>(b));
+    rb.wait();
+    ra.wait();
+    for (std::size_t j = 0; j < n; ++j) ok = ok && a[j] == T(N) && b[j] == T(2 * N);
+    CHECK(ok);
+    std::vector<T> c(n, static_cast<T>(r));
+    comm.broadcast(std::span<T>(c), N - 1);
+    for (std::size_t j = 0; j < n; ++j) ok = ok && c[j] == static_cast<T>(N - 1);
+    CHECK(ok);
+  }
+}
+
+using Model = cocod_test::LeastSquares<double>;
+using History = std::vector<std::vector<double>>;  // the model after each round, then after finish
+
+template <template <class...> class Algorithm, class Comm>
+History history(Comm comm, const cocod::Options& o, std::size_t rounds) {
+  Model model(60, 9, 300 + static_cast<std::uint64_t>(comm.rank()));
+  Algorithm<Model, Comm> opt{comm, o};
+  History h;
+  opt.begin(model);
+  while (h.size() < rounds) {
+    opt.step(model, opt.next_batch());
+    if (opt.round_ended()) h.push_back(model.x);
+  }
+  opt.finish(model);
+  h.push_back(model.x);
+  return h;
+}
+
+template <template <class...> class Algorithm>
+void check_same_as_threads(const MpiOptions& design) {
+  Mpi comm = with(design);
+  const cocod::Options o{.learning_rate = 0.03, .momentum = 0.9, .period = 3, .batch_size = 4,
+                         .speeds = std::vector<double>(static_cast<std::size_t>(comm.size()), 1.0), .seed = 5};
+  auto speeds = o;
+  for (int i = 0; i < comm.size(); ++i) speeds.speeds[static_cast<std::size_t>(i)] = 1.0 + i;  // unequal batches
+  for (const auto& options : {o, speeds}) {
+    const History mpi = history<Algorithm>(comm, options, 5);
+    History threads;
+    cocod::comm::Threads::run(comm.size(), [&](cocod::comm::Threads t) {
+      auto h = history<Algorithm>(t, options, 5);
+      if (t.rank() == comm.rank()) threads = std::move(h);
+    });
+    CHECK(mpi == threads);
+  }
+}
+}  // namespace
+
+TEST_CASE("the MPI environment provides MPI_THREAD_MULTIPLE") { CHECK(world->thread_level() == MPI_THREAD_MULTIPLE); }
+
+TEST_CASE("all_reduce and broadcast, float and double, every progress design") {
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    check_collectives<float>(with(d));
+    check_collectives<double>(with(d));
+  }
+  MpiOptions native{.deterministic = false};
+  check_collectives<double>(with(native));
+}
+
+TEST_CASE("every algorithm gives the same iterates on comm::Mpi as on comm::Threads, bit for bit") {
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    check_same_as_threads<cocod::Optimizer>(d);
+    check_same_as_threads<cocod::SyncSGD>(d);
+    check_same_as_threads<cocod::LocalSGD>(d);
+    check_same_as_threads<cocod::PipeSGD>(d);
+  }
+}
+
+TEST_CASE("parameter counts that differ between ranks raise a clear error on every rank") {
+  if (world->size() == 1) return;
+  cocod_test::LeastSquares<float> model(20, world->rank() == world->size() - 1 ? 6 : 5, 1);
+  cocod::Optimizer<decltype(model), Mpi> opt{*world, {}};
+  CHECK_THROWS_WITH_AS(opt.begin(model), doctest::Contains("the parameter count differs between workers: rank 0 has 5"),
+                       cocod::DistributedError);
+  // ... and the communicator is still usable afterwards (nothing is left half-done)
+  std::vector<double> v(2, 1.0);
+  world->all_reduce(std::span<double>(v));
+  CHECK(v[0] == world->size());
+}
+
+TEST_CASE("a stop request on one rank stops all ranks at the same step") {
+  Model model(64, 5, static_cast<std::uint64_t>(world->rank()));
+  cocod::Optimizer<Model, Mpi> opt{*world, {.period = 4, .batch_size = 8}};
+  struct StopAt9 {
+    bool on_step(const cocod::StepInfo& s) { return s.step >= 9; }
+  };
+  const auto report = world->rank() == 0 ? opt.optimize(model, cocod::Steps{400}, StopAt9{})
+                                         : opt.optimize(model, cocod::Steps{400});
+  std::vector<double> steps{static_cast<double>(report.steps)};
+  const double mine = steps[0];
+  world->all_reduce(std::span<double>(steps));
+  CHECK(steps[0] == mine * world->size());
+  CHECK(mine == 16);
+}
+
+int main(int argc, char** argv) {
+  Mpi comm(argc, argv);
+  world = &comm;
+  doctest::Context context(argc, argv);
+  const int failed = context.run();
+  std::vector<double> failures{failed ? 1.0 : 0.0};
+  comm.all_reduce(std::span<double>(failures));  // one exit status for the whole job
+  if (comm.rank() == 0) std::printf("test_mpi: %d rank(s), %g with failures\n", comm.size(), failures[0]);
+  return failures[0] > 0 ? 1 : 0;
+}
