@@ -2,6 +2,9 @@
 // Shared by the convex examples: the command line, the run of each algorithm on in-process
 // workers over a throttled link, and the summary table. Example code, not part of the library.
 #include <cocod.hpp>
+#ifdef COCOD_HAS_MPI
+#include <cocod/comm/mpi.hpp>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +31,13 @@ struct Args {
   std::size_t batch = 256;
   std::string csv;
   bool progress = true;
+  std::string comm = "threads";  // or "mpi": one worker per MPI process
+  std::string mpi_progress = "polling_thread";
+  bool mpi_native = false;       // MPI's own all-reduce instead of the rank-ordered one
+  double mpi_poll_us = 500;      // polling thread's longest sleep between MPI_Test calls
+  bool link_given = false;       // --bandwidth or --latency on the command line
+  std::size_t dim = 0;           // example-specific sizes (0: the example's default)
+  std::size_t samples = 0;
 };
 
 [[noreturn]] inline void usage_error(const std::string& program, const std::string& message) {
@@ -71,11 +81,19 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       std::printf(
           "%s\n\nUsage: %s [options]\n"
           "  --algo LIST        algorithms to run, comma-separated: cocod,ssgd,local,pipe or all (default: all)\n"
-          "  --workers N        in-process workers (default: %d)\n"
+          "  --comm threads|mpi in-process workers, or one worker per MPI process under mpiexec\n"
+          "                     (default: threads)\n"
+          "  --workers N        in-process workers with --comm threads (default: %d)\n"
           "  --period K         local steps per round (default: %zu)\n"
-          "  --bandwidth GBIT   link bandwidth in Gbit/s (default: %g)\n"
+          "  --bandwidth GBIT   throttle collectives to a link of this bandwidth in Gbit/s (default: %g;\n"
+          "                     with --comm mpi the real network is used unless --bandwidth or\n"
+          "                     --latency is given)\n"
           "  --latency US|auto  link latency in microseconds; 'auto' picks it so that one all-reduce\n"
           "                     costs about K local steps (default: %s)\n"
+          "  --mpi-progress P   polling_thread, blocking_thread or caller (default: polling_thread)\n"
+          "  --mpi-poll-us US   the polling thread's longest sleep between MPI_Test calls (default: 500)\n"
+          "  --mpi-native       MPI's own all-reduce (not bitwise equal to --comm threads)\n"
+          "  --dim D, --samples S   model dimension and samples per worker (example defaults)\n"
           "  --epochs E         passes over the data (default: %g)\n"
           "  --lr RATE          learning rate (default: %g)\n"
           "  --momentum MU      local momentum (default: %g)\n"
@@ -107,9 +125,30 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       a.period = static_cast<std::size_t>(integer(flag, value(i, flag), 1));
     } else if (flag == "--bandwidth") {
       a.bandwidth_gbit = number(flag, value(i, flag), 1e-6);
+      a.link_given = true;
     } else if (flag == "--latency") {
       const std::string v = value(i, flag);
       a.latency_us = v == "auto" ? std::nullopt : std::optional<double>(number(flag, v, 0));
+      a.link_given = true;
+    } else if (flag == "--comm") {
+      a.comm = value(i, flag);
+      if (a.comm != "threads" && a.comm != "mpi")
+        usage_error(program, "unknown communicator '" + a.comm + "' in --comm (choose threads or mpi)");
+#ifndef COCOD_HAS_MPI
+      if (a.comm == "mpi") usage_error(program, "--comm mpi: this build has no MPI (install libboost-mpi-dev and rebuild)");
+#endif
+    } else if (flag == "--mpi-progress") {
+      a.mpi_progress = value(i, flag);
+      if (a.mpi_progress != "polling_thread" && a.mpi_progress != "blocking_thread" && a.mpi_progress != "caller")
+        usage_error(program, "unknown design '" + a.mpi_progress + "' in --mpi-progress (polling_thread, blocking_thread, caller)");
+    } else if (flag == "--mpi-poll-us") {
+      a.mpi_poll_us = number(flag, value(i, flag), 0);
+    } else if (flag == "--mpi-native") {
+      a.mpi_native = true;
+    } else if (flag == "--dim") {
+      a.dim = static_cast<std::size_t>(integer(flag, value(i, flag), 1));
+    } else if (flag == "--samples") {
+      a.samples = static_cast<std::size_t>(integer(flag, value(i, flag), 1));
     } else if (flag == "--epochs") {
       a.epochs = number(flag, value(i, flag), 1e-6);
     } else if (flag == "--lr") {
@@ -152,19 +191,51 @@ struct Result {
   std::vector<std::pair<std::string, double>> metrics;
 };
 
-/// Runs one algorithm on `args.workers` threads over a throttled link. make(rank, workers)
+/// Runs a function once per worker: N threads of this process, or this MPI process.
+struct ThreadsRunner {
+  int workers;
+  template <class F>
+  void each(F&& f) const {
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads t) { f(t); });
+  }
+  [[nodiscard]] bool prints() const { return true; }
+  [[nodiscard]] int size() const { return workers; }
+  [[nodiscard]] const char* name() const { return "threads"; }
+  [[nodiscard]] double from_rank0(double v) const { return v; }
+};
+
+#ifdef COCOD_HAS_MPI
+struct MpiRunner {
+  cocod::comm::Mpi world;
+  template <class F>
+  void each(F&& f) const {
+    f(world);
+  }
+  [[nodiscard]] bool prints() const { return world.rank() == 0; }
+  [[nodiscard]] int size() const { return world.size(); }
+  [[nodiscard]] const char* name() const { return "MPI processes"; }
+  /// Every rank gets rank 0's value (so that all ranks pick the same link).
+  [[nodiscard]] double from_rank0(double v) const {
+    double b[1] = {v};
+    auto copy = world;
+    copy.broadcast(std::span<double>(b), 0);
+    return b[0];
+  }
+};
+#endif
+
+/// Runs one algorithm on every worker, throttled to `link` when `throttle`. make(rank, workers)
 /// builds a worker's model; evaluate(model) returns the example's quality metrics (rank 0).
-template <class MakeModel, class Evaluate>
-Result run_one(const std::string& key, const Args& args, const cocod::comm::Link& link, MakeModel make,
-               Evaluate evaluate) {
+template <class Runner, class MakeModel, class Evaluate>
+Result run_one(const Runner& runner, const std::string& key, const Args& args, bool throttle,
+               const cocod::comm::Link& link, MakeModel make, Evaluate evaluate) {
   using Model = std::invoke_result_t<MakeModel, int, int>;
-  using Comm = cocod::comm::Throttled<cocod::comm::Threads>;
   Result result;
   const cocod::Options options{.learning_rate = args.learning_rate, .momentum = args.momentum,
                                .period = args.period, .batch_size = args.batch, .seed = args.seed};
-  cocod::comm::Threads::run(args.workers, [&](cocod::comm::Threads threads) {
-    Comm comm{threads, link};
-    Model model = make(threads.rank(), threads.size());
+  auto train = [&](auto comm, int rank) {
+    using Comm = decltype(comm);
+    Model model = make(rank, comm.size());
     auto go = [&](auto&& opt) {
       cocod::Report report;
       std::string csv = args.csv;
@@ -177,7 +248,7 @@ Result run_one(const std::string& key, const Args& args, const cocod::comm::Link
         report = opt.optimize(model, cocod::Epochs{args.epochs}, cocod::callbacks::CsvLogger{csv});
       else
         report = opt.optimize(model, cocod::Epochs{args.epochs});
-      if (threads.rank() == 0) {
+      if (rank == 0) {
         result.report = std::move(report);
         result.metrics = evaluate(model);
       }
@@ -186,50 +257,65 @@ Result run_one(const std::string& key, const Args& args, const cocod::comm::Link
     else if (key == "ssgd") go(cocod::SyncSGD<Model, Comm>{comm, options});
     else if (key == "local") go(cocod::LocalSGD<Model, Comm>{comm, options});
     else go(cocod::PipeSGD<Model, Comm>{comm, options});
+  };
+  runner.each([&](auto base) {
+    const int rank = base.rank();
+    if (throttle)
+      train(cocod::comm::Throttled<decltype(base)>{base, link}, rank);
+    else
+      train(base, rank);
   });
   return result;
 }
 
 /// Median seconds of one local step (gradient + update) with all workers computing at once,
 /// to size the link for `--latency auto`.
-template <class MakeModel>
-double measure_step_seconds(const Args& args, MakeModel make) {
+template <class Runner, class MakeModel>
+double measure_step_seconds(const Runner& runner, const Args& args, MakeModel make) {
   using Model = std::invoke_result_t<MakeModel, int, int>;
   double seconds = 0;
-  cocod::comm::Threads::run(args.workers, [&](cocod::comm::Threads comm) {
+  runner.each([&](auto comm) {
     Model model = make(comm.rank(), comm.size());
     cocod::LocalSGD<Model, cocod::comm::Local> opt{cocod::comm::Local{},
         {.learning_rate = args.learning_rate, .period = 1000, .batch_size = args.batch, .seed = args.seed}};
     const auto report = opt.optimize(model, cocod::Steps{40});
     if (comm.rank() == 0) seconds = report.rounds[0].compute_s / 40.0;
   });
-  return seconds;
+  return runner.from_rank0(seconds);
 }
 
-/// The whole example: pick the link, run each algorithm, print one row per algorithm.
-template <class MakeModel, class Evaluate>
-int compare(const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
+template <class Runner, class MakeModel, class Evaluate>
+int compare_on(const Runner& runner, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
+  const int workers = runner.size();
   const std::size_t bytes = (parameters + 2) * sizeof(double);
+  const bool throttle = args.comm == "threads" || args.link_given;
   cocod::comm::Link link = cocod::comm::Link::gbit(args.bandwidth_gbit, args.latency_us.value_or(0.0));
-  const double step_s = measure_step_seconds(args, make);
+  const double step_s = measure_step_seconds(runner, args, make);
   if (!args.latency_us) {
     // one all-reduce ~ k local steps: solve 2(N-1) alpha + 2(N-1)/N S/beta = k c for alpha
     const double target = static_cast<double>(args.period) * step_s;
-    const double bandwidth_part = link.all_reduce_seconds(bytes, args.workers);
-    link.latency = args.workers > 1 ? std::max(0.0, (target - bandwidth_part) / (2.0 * (args.workers - 1))) : 0.0;
+    const double bandwidth_part = link.all_reduce_seconds(bytes, workers);
+    link.latency = workers > 1 ? std::max(0.0, (target - bandwidth_part) / (2.0 * (workers - 1))) : 0.0;
   }
-  const double m = link.all_reduce_seconds(bytes, args.workers);
-  std::printf("# %d workers (threads), k = %zu, %zu parameters (%zu bytes per all-reduce)\n", args.workers,
-              args.period, parameters, bytes);
-  std::printf("# link: %g Gbit/s, latency %.1f us%s -> one all-reduce m = %.3f ms; one local step c = %.3f ms (k*c = %.3f ms)\n",
-              args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c)", m * 1e3,
-              step_s * 1e3, step_s * 1e3 * static_cast<double>(args.period));
-  std::fflush(stdout);  // before the progress bars on stderr
+  const double m = link.all_reduce_seconds(bytes, workers);
+  if (runner.prints()) {
+    std::printf("# %d workers (%s), k = %zu, %zu parameters (%zu bytes per all-reduce)\n", workers, runner.name(),
+                args.period, parameters, bytes);
+    if (throttle)
+      std::printf("# link: %g Gbit/s, latency %.1f us%s -> one all-reduce m = %.3f ms; one local step c = %.3f ms (k*c = %.3f ms)\n",
+                  args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c)", m * 1e3,
+                  step_s * 1e3, step_s * 1e3 * static_cast<double>(args.period));
+    else
+      std::printf("# link: the MPI job's own network (progress: %s%s); one local step c = %.3f ms (k*c = %.3f ms)\n",
+                  args.mpi_progress.c_str(), args.mpi_native ? ", native all-reduce" : "", step_s * 1e3,
+                  step_s * 1e3 * static_cast<double>(args.period));
+    std::fflush(stdout);  // before the progress bars on stderr
+  }
   std::vector<std::pair<std::string, Result>> results;
-  for (const auto& key : args.algorithms) {
-    results.emplace_back(key, run_one(key, args, link, make, evaluate));
-  }
-  std::printf("#\n# times are medians over rounds, in ms; model = PAPER.md's round time with kc measured, m the link cost\n");
+  for (const auto& key : args.algorithms) results.emplace_back(key, run_one(runner, key, args, throttle, link, make, evaluate));
+  if (!runner.prints()) return 0;
+  std::printf("#\n# times are medians over rounds, in ms; model = PAPER.md's round time with kc measured and m %s\n",
+              throttle ? "the link cost" : "this row's measured all-reduce time (comm_ms, per step for S-SGD and Pipe-SGD)");
   std::printf("# speedup = S-SGD's wall time / this algorithm's (when S-SGD ran)\n");
   std::printf("# %-10s %6s %7s %10s %9s %9s %9s %9s %7s %8s %8s", "algorithm", "steps", "epochs", "round_ms", "kc_ms",
               "comm_ms", "wait_ms", "model_ms", "ratio", "wall_s", "speedup");
@@ -241,7 +327,12 @@ int compare(const Args& args, std::size_t parameters, MakeModel make, Evaluate e
   for (const auto& [key, r] : results) {
     const auto& rep = r.report;
     const double round = rep.median_round_s(), C = rep.median_compute_s();
-    const double model = predicted_round(key, args.period, C, m);
+    double comm_cost = m;
+    if (!throttle) {  // this row's own all-reduce time: per step for S-SGD and Pipe-SGD
+      const bool per_step = key == "ssgd" || key == "pipe";
+      comm_cost = rep.median_comm_s() / (per_step ? static_cast<double>(args.period) : 1.0);
+    }
+    const double model = predicted_round(key, args.period, C, comm_cost);
     std::printf("  %-10s %6zu %7.2f %10.3f %9.3f %9.3f %9.3f %9.3f %7.3f %8.3f", display_name(key), rep.steps,
                 rep.epochs, round * 1e3, C * 1e3, rep.median_comm_s() * 1e3, rep.median_wait_s() * 1e3,
                 model * 1e3, round / model, rep.seconds);
@@ -253,6 +344,27 @@ int compare(const Args& args, std::size_t parameters, MakeModel make, Evaluate e
     std::printf("\n");
   }
   return 0;
+}
+
+/// The whole example: pick the communicator and the link, run each algorithm, print one row per
+/// algorithm (rank 0 under MPI).
+template <class MakeModel, class Evaluate>
+int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
+  if (args.comm == "mpi") {
+#ifdef COCOD_HAS_MPI
+    cocod::comm::MpiOptions o;
+    o.progress = args.mpi_progress == "caller"            ? cocod::comm::MpiProgress::caller
+                 : args.mpi_progress == "blocking_thread" ? cocod::comm::MpiProgress::blocking_thread
+                                                          : cocod::comm::MpiProgress::polling_thread;
+    o.deterministic = !args.mpi_native;
+    o.poll_interval = std::chrono::microseconds(static_cast<long>(args.mpi_poll_us));
+    o.poll_min = std::min(o.poll_min, o.poll_interval);
+    return cocod::comm::Mpi::run(argc, argv, [&](cocod::comm::Mpi world) {
+      compare_on(MpiRunner{world}, args, parameters, make, evaluate);
+    }, o);
+#endif
+  }
+  return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate);
 }
 
 }  // namespace example

@@ -3,6 +3,7 @@
 // cosine between the learned weights and w*.
 //
 //   logistic_regression --algo all --workers 2 --period 8
+//   mpiexec -n 4 logistic_regression --comm mpi
 #include <Eigen/Dense>
 
 #include <cocod.hpp>
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   const Data test = make_data(args.seed, 1u << 30, test_samples);
   const Eigen::VectorXd w_star = truth(args.seed);
   const double best = accuracy(w_star, test);
-  return example::compare(args, dim,
+  return example::compare(argc, argv, args, dim,
       [&](int rank, int) { return Logistic(make_data(args.seed, static_cast<std::uint64_t>(rank), samples_per_worker)); },
       [&](const Logistic& m) {
         const auto& w = m.parameters();

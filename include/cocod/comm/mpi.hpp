@@ -6,7 +6,7 @@
 // only inside MPI calls. comm::Mpi therefore supplies the progress, by one of three designs
 // (docs/mpi.md compares them on a shaped link):
 //   MpiProgress::polling_thread   a communication thread posts non-blocking collectives and
-//                                 polls MPI_Test, sleeping `poll_interval` between polls (default)
+//                                 polls MPI_Test, sleeping between polls (default)
 //   MpiProgress::blocking_thread  a communication thread that waits in MPI_Wait (Open MPI spins
 //                                 there, taking a core from the computation)
 //   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
@@ -16,6 +16,7 @@
 #include <boost/mpi/environment.hpp>
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -46,8 +47,11 @@ enum class MpiProgress { polling_thread, blocking_thread, caller };
 /// Settings of comm::Mpi.
 struct MpiOptions {
   MpiProgress progress = MpiProgress::polling_thread;
-  /// Sleep between two MPI_Test calls of the polling thread.
-  std::chrono::microseconds poll_interval{50};
+  /// The polling thread sleeps between two MPI_Test calls, first `poll_min`, then twice as long
+  /// after every poll that found the stage unfinished, up to `poll_interval`: small collectives
+  /// are noticed within microseconds, long transfers cost few wake-ups (docs/mpi.md).
+  std::chrono::microseconds poll_interval{500};
+  std::chrono::microseconds poll_min{20};
   /// true: sums are taken in rank order (reduce-scatter by MPI_Ialltoallv, then
   /// MPI_Iallgatherv), bitwise identical to comm::Threads with as many workers. false: the MPI
   /// library's own MPI_Iallreduce, whose order of summation it chooses.
@@ -207,10 +211,14 @@ class Engine {
       Operation& op = ops_[ticket % capacity];
       std::exception_ptr error;
       try {
+        auto pause = options_.poll_min;
         for (;;) {
+          const int stage = op.stage;
           const bool done = op.is_double ? advance<double>(op, block) : advance<float>(op, block);
           if (done) break;
-          std::this_thread::sleep_for(options_.poll_interval);
+          if (op.stage != stage) pause = options_.poll_min;  // a new stage starts fast again
+          std::this_thread::sleep_for(pause);
+          pause = std::min(2 * pause, options_.poll_interval);
         }
       } catch (...) {
         error = std::current_exception();
@@ -442,8 +450,10 @@ class Mpi {
                                "' needs " + mpi_detail::thread_level_name(needed) + ", but this MPI provides " +
                                mpi_detail::thread_level_name(thread_level_) +
                                " (use MpiProgress::caller, or an MPI built with thread support)");
-    if (options.poll_interval.count() < 0)
-      throw std::invalid_argument("cocod::comm::MpiOptions: poll_interval must be >= 0");
+    if (options.poll_min.count() < 0 || options.poll_interval < options.poll_min)
+      throw std::invalid_argument("cocod::comm::MpiOptions: need 0 <= poll_min <= poll_interval (got " +
+                                  std::to_string(options.poll_min.count()) + " us and " +
+                                  std::to_string(options.poll_interval.count()) + " us)");
     environment_ = std::move(environment);
     // The engine must go before the environment finalizes MPI: members die in reverse order.
     engine_ = std::make_shared<mpi_detail::Engine>(comm, options);
