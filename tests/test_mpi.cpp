@@ -6,7 +6,9 @@
 #include <cocod.hpp>
 #include <cocod/comm/mpi.hpp>
 
+#if COCOD_MPI_BOOST
 #include <boost/mpi/communicator.hpp>
+#endif
 
 #include <optional>
 #include <string>
@@ -27,7 +29,7 @@ const MpiOptions designs[] = {
     {.progress = MpiProgress::caller},
 };
 
-Mpi with(const MpiOptions& o) { return Mpi(boost::mpi::communicator(), o); }
+Mpi with(const MpiOptions& o) { return Mpi(MPI_COMM_WORLD, o); }
 
 template <class T>
 void check_collectives(Mpi comm) {
@@ -94,6 +96,22 @@ void check_same_as_threads(const MpiOptions& design) {
 }  // namespace
 
 TEST_CASE("the MPI environment provides MPI_THREAD_MULTIPLE") { CHECK(world->thread_level() == MPI_THREAD_MULTIPLE); }
+
+#if COCOD_MPI_BOOST
+TEST_CASE("a communicator from Boost.MPI works as well") {
+  boost::mpi::communicator boost_world;
+  Mpi comm(boost_world, {});
+  CHECK(comm.rank() == boost_world.rank());
+  CHECK(comm.size() == boost_world.size());
+  check_collectives<double>(comm);
+}
+#endif
+
+TEST_CASE("invalid MPI options are reported") {
+  CHECK_THROWS_WITH_AS(Mpi(MPI_COMM_WORLD, {.poll_interval = std::chrono::microseconds(5)}),
+                       "cocod::comm::MpiOptions: need 0 <= poll_min <= poll_interval (got 20 us and 5 us)",
+                       std::invalid_argument);
+}
 
 TEST_CASE("all_reduce and broadcast, float and double, every progress design") {
   for (const auto& d : designs) {

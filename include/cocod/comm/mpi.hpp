@@ -1,6 +1,6 @@
 #pragma once
-// Workers as MPI processes (Boost.MPI for the environment and the communicator, the MPI C API
-// for the collectives). Link the CMake target cocod::mpi.
+// Workers as MPI processes (Boost.MPI for the environment and datatypes, the MPI C API for the
+// collectives). Link the CMake target cocod::mpi.
 //
 // Open MPI does not progress a non-blocking collective on its own: a posted operation advances
 // only inside MPI calls. comm::Mpi therefore supplies the progress, by one of three designs
@@ -11,9 +11,18 @@
 //                                 there, taking a core from the computation)
 //   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
 //                                 and the collective advances only then and in wait()
+// COCOD_MPI_BOOST (default 1): Boost.MPI initializes MPI and maps types. Set it to 0 to build on
+// an MPI that Boost.MPI was not compiled for (Debian's Boost.MPI is built on Open MPI; with MPICH
+// use 0): comm::Mpi then calls MPI_Init_thread itself and loses only the constructor from a
+// boost::mpi::communicator.
+#ifndef COCOD_MPI_BOOST
+#define COCOD_MPI_BOOST 1
+#endif
+#if COCOD_MPI_BOOST
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/datatype.hpp>
 #include <boost/mpi/environment.hpp>
+#endif
 #include <mpi.h>
 
 #include <algorithm>
@@ -68,6 +77,54 @@ struct MpiOptions {
 }
 
 namespace mpi_detail {
+
+template <class T>
+MPI_Datatype datatype() {
+#if COCOD_MPI_BOOST
+  return boost::mpi::get_mpi_datatype<T>();
+#else
+  return std::is_same_v<T, double> ? MPI_DOUBLE : MPI_FLOAT;
+#endif
+}
+
+/// Initializes MPI with MPI_THREAD_MULTIPLE unless it already is, and finalizes what it
+/// initialized. With an uncaught exception in flight it aborts the job instead (no rank hangs).
+#if COCOD_MPI_BOOST
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) : env_(argc, argv, boost::mpi::threading::multiple, true) {}
+
+ private:
+  boost::mpi::environment env_;
+};
+#else
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) return;
+    int provided = 0;
+    check_init(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    owner_ = true;
+  }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  ~Environment() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!owner_ || finalized) return;
+    if (std::uncaught_exceptions() > 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Finalize();
+  }
+
+ private:
+  static void check_init(int code) {
+    if (code != MPI_SUCCESS) throw std::runtime_error("cocod::comm::Mpi: MPI_Init_thread failed");
+  }
+  bool owner_ = false;
+};
+#endif
 
 inline const char* thread_level_name(int level) {
   switch (level) {
@@ -232,7 +289,7 @@ class Engine {
   // Returns true when the operation completed. `block`: wait in MPI_Wait instead of testing.
   template <class T>
   bool advance(Operation& op, bool block) {
-    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
+    const MPI_Datatype type = datatype<T>();
     auto finished = [&]() {
       if (block) {
         check(MPI_Wait(&op.request, MPI_STATUS_IGNORE), "MPI_Wait");
@@ -373,13 +430,16 @@ class Mpi {
   /// Initializes MPI (requesting MPI_THREAD_MULTIPLE) unless it is already, and uses
   /// MPI_COMM_WORLD. Throws if the thread level MPI provides is too low for the design.
   Mpi(int& argc, char**& argv, MpiOptions options = {}) {
-    auto environment = std::make_shared<boost::mpi::environment>(argc, argv, boost::mpi::threading::multiple, true);
-    init(MPI_COMM_WORLD, options, std::move(environment));
+    init(MPI_COMM_WORLD, options, std::make_shared<mpi_detail::Environment>(argc, argv));
   }
   /// Uses a communicator of an MPI that the application initialized.
+  explicit Mpi(MPI_Comm comm, MpiOptions options = {}) { init(comm, options, nullptr); }
+#if COCOD_MPI_BOOST
+  /// Uses a Boost.MPI communicator of an MPI that the application initialized.
   explicit Mpi(const boost::mpi::communicator& comm, MpiOptions options = {}) {
     init(static_cast<MPI_Comm>(comm), options, nullptr);
   }
+#endif
 
   /// Runs fn(Mpi) and returns 0. If fn throws, prints "cocod: rank R failed: <what>" to stderr
   /// and aborts the whole job (MPI_Abort), so that no other rank waits forever.
@@ -432,17 +492,19 @@ class Mpi {
     if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     std::fprintf(stderr, "cocod: rank %d failed: %s\n", rank, message.c_str());
     std::fflush(stderr);
+    // Launchers forward output through their own processes; MPICH's hydra can end the job before
+    // it forwarded the message above. A moment's grace keeps the reason visible.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (initialized) MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);
   }
 
  private:
-  void init(MPI_Comm comm, MpiOptions options, std::shared_ptr<boost::mpi::environment> environment) {
+  void init(MPI_Comm comm, MpiOptions options, std::shared_ptr<mpi_detail::Environment> environment) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized)
-      throw std::logic_error("cocod::comm::Mpi: MPI is not initialized (construct Mpi from argc/argv, or a "
-                             "boost::mpi::environment first)");
+      throw std::logic_error("cocod::comm::Mpi: MPI is not initialized (construct Mpi from argc/argv first)");
     MPI_Query_thread(&thread_level_);
     const int needed = options.progress == MpiProgress::caller ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
     if (thread_level_ < needed)
@@ -470,7 +532,7 @@ class Mpi {
     return o;
   }
 
-  std::shared_ptr<boost::mpi::environment> environment_;
+  std::shared_ptr<mpi_detail::Environment> environment_;
   std::shared_ptr<mpi_detail::Engine> engine_;
   int thread_level_ = MPI_THREAD_SINGLE;
 };
