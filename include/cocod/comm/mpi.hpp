@@ -212,6 +212,7 @@ class Engine {
     std::unique_lock lock(mutex_);
     if (options_.progress == MpiProgress::caller) {
       while (completed_ <= ticket) complete_head(lock, true);
+      if (posted_ > completed_) advance_head(lock, false);  // start the next one now (Pipe-SGD)
     } else {
       cv_.wait(lock, [&] { return completed_ > ticket; });
     }
