@@ -201,6 +201,7 @@ class Engine {
       cv_.wait(lock, [&] { return posted_ - completed_ < capacity; });
     }
     ops_[posted_ % capacity] = op;
+    errors_[posted_ % capacity] = nullptr;  // the slot may hold the error of its previous use
     const std::uint64_t ticket = posted_++;
     cv_.notify_all();
     if (options_.progress == MpiProgress::caller && ticket == completed_) advance_head(lock, false);
