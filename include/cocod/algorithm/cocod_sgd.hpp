@@ -28,6 +28,7 @@ class Optimizer
   using typename Base::T;
   using typename Base::B;
   using typename Base::Buffer;
+  using typename Base::Span;
 
  public:
   static constexpr const char* name = "CoCoD-SGD";
@@ -40,24 +41,24 @@ class Optimizer
     send_.resize(n + detail::control_slots);
     gradient_.resize(n);
   }
-  void start(std::span<T> x) {
-    backend::copy(B{}, anchor_.span(), std::span<const T>(x));
-    backend::scale(B{}, send_.first(x.size()), std::span<const T>(x), this->weight());
+  void start(Span x) {
+    backend::copy(B{}, anchor_.span(), x);
+    backend::scale(B{}, send_.first(x.size()), x, this->weight());
     needs_post_ = true;
   }
-  double compute(Model& model, std::span<T> x, std::span<const std::size_t> batch, T lr) {
+  double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
     if (needs_post_) post_round();  // at the start of a round, after the callbacks voted
     const double loss = this->gradient(model, batch, gradient_.span());
     this->local_update().apply(x, gradient_.span(), lr);
     return loss;
   }
-  void communicate(std::span<T>, T) {}
-  void end_round(std::span<T> x) {
+  void communicate(Span, T) {}
+  void end_round(Span x) {
     await_round();
     backend::round_end(B{}, x, anchor_.span(), send_.first(x.size()), this->weight());
     needs_post_ = true;
   }
-  void finish_run(std::span<T> x) {
+  void finish_run(Span x) {
     await_round();
     this->average(x, send_);
     needs_post_ = false;

@@ -19,6 +19,7 @@ class LocalSGD
   using typename Base::T;
   using typename Base::B;
   using typename Base::Buffer;
+  using typename Base::Span;
 
  public:
   static constexpr const char* name = "Local-SGD";
@@ -29,19 +30,19 @@ class LocalSGD
     gradient_.resize(n);
     send_.resize(n + detail::control_slots);
   }
-  void start(std::span<T>) { averaged_ = true; }
-  double compute(Model& model, std::span<T> x, std::span<const std::size_t> batch, T lr) {
+  void start(Span) { averaged_ = true; }
+  double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
     const double loss = this->gradient(model, batch, gradient_.span());
     this->local_update().apply(x, gradient_.span(), lr);
     averaged_ = false;
     return loss;
   }
-  void communicate(std::span<T>, T) {}
-  void end_round(std::span<T> x) {
+  void communicate(Span, T) {}
+  void end_round(Span x) {
     this->average(x, send_);
     averaged_ = true;
   }
-  void finish_run(std::span<T> x) {
+  void finish_run(Span x) {
     if (!averaged_) this->average(x, send_);
   }
   void drain() noexcept {}

@@ -21,6 +21,7 @@ class PipeSGD
   using typename Base::T;
   using typename Base::B;
   using typename Base::Buffer;
+  using typename Base::Span;
 
  public:
   static constexpr const char* name = "Pipe-SGD";
@@ -31,16 +32,16 @@ class PipeSGD
   void allocate(std::size_t n) {
     for (auto& g : gradient_) g.resize(n + detail::control_slots);
   }
-  void start(std::span<T>) {
+  void start(Span) {
     current_ = 0;
     pending_ = false;
   }
-  double compute(Model& model, std::span<T> x, std::span<const std::size_t> batch, T) {
+  double compute(Model& model, Span x, std::span<const std::size_t> batch, T) {
     return this->gradient(model, batch, gradient_[current_].first(x.size()));
   }
-  void communicate(std::span<T> x, T lr) {
+  void communicate(Span x, T lr) {
     auto g = gradient_[current_].first(x.size());
-    backend::scale(B{}, g, std::span<const T>(g), this->weight());
+    backend::scale(B{}, g, g, this->weight());
     tag_[current_] = this->write_control(gradient_[current_].span());
     posted_at_[current_] = this->post(gradient_[current_].span(), request_[current_]);
     in_flight_[current_] = true;
@@ -49,8 +50,8 @@ class PipeSGD
     pending_lr_ = lr;
     current_ ^= 1;
   }
-  void end_round(std::span<T>) {}
-  void finish_run(std::span<T> x) {
+  void end_round(Span) {}
+  void finish_run(Span x) {
     apply_previous(x);
     pending_ = false;
   }
@@ -64,7 +65,7 @@ class PipeSGD
 
   // Waits for the all-reduce of the previous step's gradient and applies it. The previous
   // step's buffer is the other one both during communicate() (before the flip) and in finish().
-  void apply_previous(std::span<T> x) {
+  void apply_previous(Span x) {
     if (!pending_) return;
     const int previous = current_ ^ 1;
     this->await(request_[previous], posted_at_[previous]);

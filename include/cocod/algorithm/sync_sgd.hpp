@@ -20,6 +20,7 @@ class SyncSGD
   using typename Base::T;
   using typename Base::B;
   using typename Base::Buffer;
+  using typename Base::Span;
 
  public:
   static constexpr const char* name = "S-SGD";
@@ -27,20 +28,20 @@ class SyncSGD
 
  private:
   void allocate(std::size_t n) { reduce_.resize(n + detail::control_slots); }
-  void start(std::span<T>) {}
-  double compute(Model& model, std::span<T> x, std::span<const std::size_t> batch, T) {
+  void start(Span) {}
+  double compute(Model& model, Span x, std::span<const std::size_t> batch, T) {
     return this->gradient(model, batch, reduce_.first(x.size()));
   }
-  void communicate(std::span<T> x, T lr) {
+  void communicate(Span x, T lr) {
     auto g = reduce_.first(x.size());
-    backend::scale(B{}, g, std::span<const T>(g), this->weight());
+    backend::scale(B{}, g, g, this->weight());
     const auto tag = this->write_control(reduce_.span());
     this->all_reduce(reduce_.span());
     this->read_control(reduce_.span(), tag);
     this->local_update().apply(x, g, lr);
   }
-  void end_round(std::span<T>) {}
-  void finish_run(std::span<T>) {}
+  void end_round(Span) {}
+  void finish_run(Span) {}
   void drain() noexcept {}
 
   Buffer reduce_;

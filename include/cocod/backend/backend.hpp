@@ -1,7 +1,8 @@
 #pragma once
-// The one place that picks a backend from where a model's parameters live. Every backend
-// folder (backend/cpu/, later backend/cuda/) provides the same files: buffer.hpp (the owning
-// buffer for anchors, send buffers and momentum) and kernels.hpp (the fused passes).
+// The backends: a tag per backend, and per backend folder the same files: buffer.hpp (the
+// owning buffer for anchors, send buffers and momentum, and its span type) and kernels.hpp (the
+// fused passes). Which backend a model uses is decided in one place, cocod::parameter_traits
+// (model/concepts.hpp), from the type its parameters() returns.
 #include <type_traits>
 
 #include "cocod/backend/tags.hpp"
@@ -9,19 +10,9 @@
 
 namespace cocod::backend {
 
-/// The backend for a parameter buffer P. Host buffers map to backend::cpu; a device backend
-/// specialises this trait for its device spans and vectors.
+/// The backend of a parameter buffer type P (backend::cpu or backend::cuda).
 template <class P>
-struct backend_of {
-  using type = cpu;
-};
-
-template <class P>
-using backend_of_t = typename backend_of<std::remove_cvref_t<P>>::type;
-
-/// The backend of a model, from the type its parameters() returns.
-template <class M>
-using backend_of_model_t = backend_of_t<decltype(std::declval<M&>().parameters())>;
+using backend_of_t = typename parameter_traits<std::remove_cvref_t<P>>::backend;
 
 }  // namespace cocod::backend
 

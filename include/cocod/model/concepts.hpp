@@ -1,5 +1,6 @@
 #pragma once
-// What a model must provide, as C++20 concepts, and the helpers that read its parameters.
+// What a model must provide, as C++20 concepts, and the one place that decides how cocod sees a
+// model's parameters: their scalar, their backend (where they live) and their span type.
 #include <Eigen/Core>
 
 #include <concepts>
@@ -8,48 +9,77 @@
 #include <type_traits>
 #include <utility>
 
+#include "cocod/backend/device_span.hpp"
+#include "cocod/backend/tags.hpp"
+
 namespace cocod {
 
 /// The scalar types cocod trains in.
 template <class T>
 concept Scalar = std::same_as<T, float> || std::same_as<T, double>;
 
-/// A contiguous, mutable buffer of float or double: anything with data() and size(), such as
-/// std::span<T>, std::vector<T>&, Eigen::VectorX<T>& or an Eigen::Map of a vector.
+namespace model_requirements {
+template <class P>
+concept host_buffer = requires(P& p) {
+  { p.data() } -> std::convertible_to<const volatile void*>;
+  { p.size() } -> std::convertible_to<std::size_t>;
+} && std::is_pointer_v<decltype(std::declval<P&>().data())> &&
+    Scalar<std::remove_pointer_t<decltype(std::declval<P&>().data())>>;
+}  // namespace model_requirements
+
+/// How cocod sees a parameter buffer type P:
+///   scalar   float or double
+///   backend  backend::cpu or backend::cuda: where the memory lives, so which kernels run
+///   view(p)  a span over p without copying (std::span<T> on the host, device_span<T> on a device)
+/// Host buffers with data() -> T* and size() (std::vector<T>, std::span<T>, Eigen vectors and
+/// maps) are covered here; <cocod/backend/cuda.hpp> adds thrust::device_vector<T> and
+/// device_span<T>. Specialise it for a buffer type of your own.
+template <class P>
+struct parameter_traits {};
+
+template <model_requirements::host_buffer P>
+struct parameter_traits<P> {
+  using scalar = std::remove_pointer_t<decltype(std::declval<P&>().data())>;
+  using backend = backend::cpu;
+  static std::span<scalar> view(P& p) noexcept { return {p.data(), static_cast<std::size_t>(p.size())}; }
+};
+
+/// A contiguous, mutable buffer of float or double that parameter_traits knows.
 template <class P>
 concept ParameterBuffer = requires(P& p) {
-  { p.data() };
-  { p.size() } -> std::convertible_to<std::size_t>;
-} && Scalar<std::remove_pointer_t<decltype(std::declval<P&>().data())>>;
+  typename parameter_traits<P>::scalar;
+  typename parameter_traits<P>::backend;
+  { parameter_traits<P>::view(p) };
+} && Scalar<typename parameter_traits<P>::scalar>;
 
-/// The scalar of a parameter buffer.
-template <ParameterBuffer P>
-using scalar_of_buffer_t = std::remove_pointer_t<decltype(std::declval<P&>().data())>;
-
-/// A std::span over any parameter buffer, without copying.
-template <ParameterBuffer P>
+/// A span over any parameter buffer, without copying.
+template <class P>
+  requires ParameterBuffer<std::remove_cvref_t<P>>
 [[nodiscard]] auto as_span(P&& p) noexcept {
-  using T = scalar_of_buffer_t<std::remove_reference_t<P>>;
-  return std::span<T>(p.data(), static_cast<std::size_t>(p.size()));
+  return parameter_traits<std::remove_cvref_t<P>>::view(p);
 }
 
-/// Non-owning views a model may return *by value* from parameters(): std::span and, in
-/// cocod/model/eigen.hpp terms, Eigen::Map. Anything else must be returned by reference, so
-/// cocod never updates a temporary copy. Specialise to admit your own view type.
+/// Non-owning views a model may return *by value* from parameters(): std::span, Eigen::Map and
+/// device_span. Anything else must be returned by reference, so cocod never updates a temporary
+/// copy. Specialise to admit your own view type.
 template <class P>
 struct is_parameter_view : std::false_type {};
 template <class T, std::size_t E>
 struct is_parameter_view<std::span<T, E>> : std::true_type {};
 template <class P, int Options, class Stride>
 struct is_parameter_view<Eigen::Map<P, Options, Stride>> : std::true_type {};
+template <class T>
+struct is_parameter_view<device_span<T>> : std::true_type {};
 
 namespace model_requirements {
 template <class M>
+using parameters_t = decltype(std::declval<M&>().parameters());
+
+template <class M>
 concept has_parameters = requires(M& m) {
   { m.parameters() };
-} && ParameterBuffer<std::remove_reference_t<decltype(std::declval<M&>().parameters())>> &&
-    (std::is_lvalue_reference_v<decltype(std::declval<M&>().parameters())> ||
-     is_parameter_view<std::remove_cvref_t<decltype(std::declval<M&>().parameters())>>::value);
+} && ParameterBuffer<std::remove_cvref_t<parameters_t<M>>> &&
+    (std::is_lvalue_reference_v<parameters_t<M>> || is_parameter_view<std::remove_cvref_t<parameters_t<M>>>::value);
 
 template <class M>
 concept has_num_samples = requires(const M& m) {
@@ -57,17 +87,18 @@ concept has_num_samples = requires(const M& m) {
 };
 
 template <class M>
-struct scalar_of;
+struct traits_of;
 template <has_parameters M>
-struct scalar_of<M> {
-  using type =
-      scalar_of_buffer_t<std::remove_reference_t<decltype(std::declval<M&>().parameters())>>;
+struct traits_of<M> {
+  using traits = parameter_traits<std::remove_cvref_t<parameters_t<M>>>;
+  using scalar = typename traits::scalar;
+  using backend = typename traits::backend;
+  using span = decltype(traits::view(std::declval<std::remove_cvref_t<parameters_t<M>>&>()));
 };
 
 template <class M>
 concept has_loss_and_gradient = has_parameters<M> &&
-    requires(M& m, std::span<const std::size_t> batch,
-             std::span<typename scalar_of<M>::type> gradient) {
+    requires(M& m, std::span<const std::size_t> batch, typename traits_of<M>::span gradient) {
   { m.loss_and_gradient(batch, gradient) } -> std::convertible_to<double>;
 };
 }  // namespace model_requirements
@@ -78,14 +109,21 @@ concept has_loss_and_gradient = has_parameters<M> &&
 ///  - `std::as_const(m).num_samples()`: the number of samples in this worker's shard;
 ///  - `m.loss_and_gradient(batch, gradient)`: with `batch` a span of sample indices in
 ///    [0, num_samples()), writes the gradient of the *mean* loss over the batch at the current
-///    parameters into `gradient` (same size as the parameters) and returns that mean loss.
+///    parameters into `gradient` (same size and memory space as the parameters: std::span<T> on
+///    the host, device_span<T> on a device) and returns that mean loss.
 template <class M>
 concept Model = model_requirements::has_parameters<M> && model_requirements::has_num_samples<M> &&
                 model_requirements::has_loss_and_gradient<M>;
 
 /// The scalar type of a model's parameters.
 template <class M>
-using scalar_of_t = typename model_requirements::scalar_of<M>::type;
+using scalar_of_t = typename model_requirements::traits_of<M>::scalar;
+/// The backend of a model (backend::cpu or backend::cuda), from where its parameters live.
+template <class M>
+using backend_of_model_t = typename model_requirements::traits_of<M>::backend;
+/// The span type of a model's parameters and gradients.
+template <class M>
+using span_of_t = typename model_requirements::traits_of<M>::span;
 
 /// Checks a model type where a user names an optimizer with it; each missing piece gets its
 /// own message instead of a page of template errors.
@@ -94,14 +132,15 @@ constexpr bool check_model() {
   static_assert(model_requirements::has_parameters<M>,
                 "cocod::Model: the model type needs a member `parameters()` returning a "
                 "contiguous float or double buffer, by reference (std::vector<T>&, "
-                "Eigen::VectorX<T>&) or as a view (std::span<T>, Eigen::Map)");
+                "Eigen::VectorX<T>&, thrust::device_vector<T>&) or as a view (std::span<T>, "
+                "Eigen::Map, cocod::device_span<T>)");
   static_assert(model_requirements::has_num_samples<M>,
                 "cocod::Model: the model type needs a const member `num_samples()` returning "
                 "the size of this worker's shard");
   static_assert(model_requirements::has_loss_and_gradient<M>,
                 "cocod::Model: the model type needs a member `loss_and_gradient(std::span<const "
-                "std::size_t> batch, std::span<T> gradient)` that writes the gradient and "
-                "returns the mean loss");
+                "std::size_t> batch, std::span<T> gradient)` (cocod::device_span<T> for device "
+                "parameters) that writes the gradient and returns the mean loss");
   return Model<M>;
 }
 

@@ -23,8 +23,9 @@ struct Sgd {
     T weight_decay{};
     bool nesterov = false;
 
-    /// Applies one step with direction-giving gradient g at learning rate lr.
-    void apply(std::span<T> x, std::span<const T> g, T lr) {
+    /// Applies one step with gradient g at learning rate lr (spans of the backend's memory).
+    template <class Span>
+    void apply(Span x, Span g, T lr) {
       backend::local_update(Backend{}, x, g, velocity.span(), lr, momentum, weight_decay,
                             nesterov);
     }

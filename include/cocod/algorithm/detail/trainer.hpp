@@ -49,12 +49,20 @@ class Trainer {
   static_assert(comm::Communicator<Comm>,
                 "cocod: Comm must satisfy cocod::comm::Communicator (rank, size, broadcast, "
                 "all_reduce, all_reduce_async for float and double)");
+  static_assert(requires(Comm& c, span_of_t<Model> s) {
+    c.broadcast(s, 0);
+    c.all_reduce(s);
+    c.all_reduce_async(s);
+  }, "cocod: Comm cannot move buffers of this model's backend (device parameters need a communicator with "
+     "device_span overloads, such as comm::Threads with <cocod/backend/cuda.hpp>)");
 
  public:
   using model_type = Model;
   using communicator_type = Comm;
   using scalar_type = scalar_of_t<Model>;
-  using backend_type = backend::backend_of_model_t<Model>;
+  using backend_type = backend_of_model_t<Model>;
+  /// Span for host parameters, device_span<T> for device parameters.
+  using span_type = span_of_t<Model>;
 
   /// Validates options (std::invalid_argument naming the field) against the communicator.
   Trainer(Comm comm, Options options, Schedule schedule = {}, Update update = {})
@@ -186,7 +194,10 @@ class Trainer {
  protected:
   using T = scalar_type;
   using B = backend_type;
+  using Span = span_type;
   using Buffer = backend::buffer<B, T>;
+  static_assert(std::is_same_v<typename Buffer::span_type, Span>,
+                "cocod: a backend's buffer span must be the span type of its parameters");
 
   ~Trainer() = default;
 
@@ -195,12 +206,12 @@ class Trainer {
   // ---- helpers for the algorithms ------------------------------------------------------
 
   /// The model's gradient at its current parameters, into g; returns the mean loss.
-  double gradient(Model& model, std::span<const std::size_t> batch, std::span<T> g) {
+  double gradient(Model& model, std::span<const std::size_t> batch, Span g) {
     return static_cast<double>(model.loss_and_gradient(batch, g));
   }
 
   /// Blocking all-reduce, counted as communication and as waiting.
-  void all_reduce(std::span<T> buffer) {
+  void all_reduce(Span buffer) {
     const auto t0 = comm::Clock::now();
     comm_.all_reduce(buffer);
     const double s = seconds(comm::Clock::now() - t0);
@@ -208,7 +219,7 @@ class Trainer {
     current_.wait_s += s;
   }
   /// Posts a non-blocking all-reduce; returns when it was posted.
-  [[nodiscard]] auto post(std::span<T> buffer, typename Comm::Request& request) {
+  [[nodiscard]] auto post(Span buffer, typename Comm::Request& request) {
     const auto t = comm::Clock::now();
     request = comm_.all_reduce_async(buffer);
     return t;
@@ -222,25 +233,26 @@ class Trainer {
   }
 
   /// The consensus x = sum_j w_j x_j, through `buffer` (model size + control_slots), blocking.
-  void average(std::span<T> x, Buffer& buffer) {
-    backend::scale(B{}, buffer.first(x.size()), std::span<const T>(x), weight());
+  void average(Span x, Buffer& buffer) {
+    backend::scale(B{}, buffer.first(x.size()), x, weight());
     const auto tag = write_control(buffer.span());
     all_reduce(buffer.span());
     read_control(buffer.span(), tag);
-    backend::copy(B{}, x, std::span<const T>(buffer.first(x.size())));
+    backend::copy(B{}, x, buffer.first(x.size()));
   }
 
   /// Writes the control slots of a buffer about to be reduced; returns the round whose loss
   /// they carry (every worker computes the same one).
-  std::size_t write_control(std::span<T> buffer) {
-    auto tail = buffer.last(control_slots);
-    tail[0] = ready_round_ == npos ? T(0) : static_cast<T>(info_.weight * ready_loss_);
-    tail[1] = vote_ ? T(1) : T(0);
+  std::size_t write_control(Span buffer) {
+    const T values[control_slots] = {ready_round_ == npos ? T(0) : static_cast<T>(info_.weight * ready_loss_),
+                                     vote_ ? T(1) : T(0)};
+    backend::store(B{}, buffer, buffer.size() - control_slots, values);
     return ready_round_;
   }
   /// Reads the control slots of a reduced buffer.
-  void read_control(std::span<const T> buffer, std::size_t loss_round) {
-    auto tail = buffer.last(control_slots);
+  void read_control(Span buffer, std::size_t loss_round) {
+    T tail[control_slots];
+    backend::load(B{}, buffer, buffer.size() - control_slots, tail);
     if (loss_round != npos) {
       consensus_loss_ = static_cast<double>(tail[0]);
       consensus_round_ = loss_round;
@@ -259,7 +271,7 @@ class Trainer {
  private:
   static double seconds(comm::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-  std::span<T> parameters(Model& model) {
+  Span parameters(Model& model) {
     auto x = as_span(model.parameters());
     if (running_ && x.size() != info_.parameters)
       throw std::logic_error("cocod: the model's parameter count changed during the run (" +

@@ -14,6 +14,7 @@ struct buffer;
 
 template <class T>
 struct buffer<cpu, T> {
+  using span_type = std::span<T>;
   std::vector<T> storage;
 
   void resize(std::size_t n) { storage.assign(n, T(0)); }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <type_traits>
 
 #include "cocod/backend/tags.hpp"
 
@@ -33,15 +34,18 @@ void blocked(std::size_t n, F&& f) {
 }
 }  // namespace cpu_kernels
 
+template <class T>
+using const_span = std::type_identity_t<std::span<const T>>;  // converts from std::span<T>
+
 /// dst = w * src (the send buffer of a weighted all-reduce).
 template <class T>
-void scale(cpu, std::span<T> dst, std::span<const T> src, T w) {
+void scale(cpu, std::span<T> dst, const_span<T> src, T w) {
   cpu_kernels::map(dst) = w * cpu_kernels::map(src);
 }
 
 /// dst = src.
 template <class T>
-void copy(cpu, std::span<T> dst, std::span<const T> src) {
+void copy(cpu, std::span<T> dst, const_span<T> src) {
   std::copy(src.begin(), src.end(), dst.begin());
 }
 
@@ -50,7 +54,7 @@ void copy(cpu, std::span<T> dst, std::span<const T> src) {
 /// `velocity` is empty when mu = 0. Each special case evaluates exactly the written formula
 /// (no `+ 0*x` when lambda = 0), so plain SGD is bitwise `x - lr*g`.
 template <class T>
-void local_update(cpu, std::span<T> x, std::span<const T> g, std::span<T> velocity, T lr, T mu,
+void local_update(cpu, std::span<T> x, const_span<T> g, std::span<T> velocity, T lr, T mu,
                   T lambda, bool nesterov) {
   using namespace cpu_kernels;
   if (mu == T(0)) {
@@ -95,6 +99,17 @@ void round_end(cpu, std::span<T> x, std::span<T> anchor, std::span<T> send, T w)
     as = xs;
     ss = w * xs;
   });
+}
+
+/// Writes values into host memory at buffer[offset...] (the control slots of a reduced buffer).
+template <class T, std::size_t N>
+void store(cpu, std::span<T> buffer, std::size_t offset, const T (&values)[N]) {
+  for (std::size_t i = 0; i < N; ++i) buffer[offset + i] = values[i];
+}
+/// Reads buffer[offset...] into values.
+template <class T, std::size_t N>
+void load(cpu, const_span<T> buffer, std::size_t offset, T (&values)[N]) {
+  for (std::size_t i = 0; i < N; ++i) values[i] = buffer[offset + i];
 }
 
 }  // namespace cocod::backend
