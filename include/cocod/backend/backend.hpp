@@ -18,3 +18,9 @@ using backend_of_t = typename parameter_traits<std::remove_cvref_t<P>>::backend;
 
 #include "cocod/backend/cpu/buffer.hpp"
 #include "cocod/backend/cpu/kernels.hpp"
+
+// The device backend joins when the translation unit is CUDA, or when the build asks for it
+// (COCOD_DEVICE_BACKEND: set by the cocod::cuda target, and by the OMP device-system tests).
+#if defined(__CUDACC__) || defined(COCOD_DEVICE_BACKEND)
+#include "cocod/backend/cuda.hpp"
+#endif

@@ -20,16 +20,17 @@ class Local {
 
   [[nodiscard]] int rank() const noexcept { return 0; }
   [[nodiscard]] int size() const noexcept { return 1; }
-  template <Scalar T>
-  void broadcast(std::span<T>, int root) const {
+  // Every span type (std::span, device_span): with one worker nothing moves.
+  template <class Span>
+  void broadcast(Span, int root) const {
     if (root != 0)
       throw std::invalid_argument("cocod::comm::Local::broadcast: root must be 0 (got " +
                                   std::to_string(root) + ")");
   }
-  template <Scalar T>
-  void all_reduce(std::span<T>) const noexcept {}
-  template <Scalar T>
-  [[nodiscard]] Request all_reduce_async(std::span<T>) const noexcept {
+  template <class Span>
+  void all_reduce(Span) const noexcept {}
+  template <class Span>
+  [[nodiscard]] Request all_reduce_async(Span) const noexcept {
     return Request{};
   }
 };

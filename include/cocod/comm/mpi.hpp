@@ -42,11 +42,16 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "cocod/backend/device_span.hpp"
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
 #include "cocod/model/concepts.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/host_staging.hpp"
+#undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::comm {
 
@@ -77,6 +82,8 @@ struct MpiOptions {
 }
 
 namespace mpi_detail {
+
+using comm::detail::HostStaging;
 
 template <class T>
 MPI_Datatype datatype() {
@@ -418,6 +425,7 @@ class Mpi {
     void wait() {
       if (engine_) done_ = engine_->wait(ticket_);
       engine_ = nullptr;
+      mpi_detail::HostStaging::finish(std::exchange(staged_, nullptr));
     }
     [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
 
@@ -427,6 +435,7 @@ class Mpi {
     mpi_detail::Engine* engine_ = nullptr;
     std::uint64_t ticket_ = 0;
     Clock::time_point done_{};
+    mpi_detail::HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
   };
 
   /// Initializes MPI (requesting MPI_THREAD_MULTIPLE) unless it is already, and uses
@@ -484,6 +493,26 @@ class Mpi {
   [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
     return Request(engine_.get(), engine_->post(operation(mpi_detail::Op::all_reduce, buffer, 0)));
   }
+  /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, for clusters
+  /// without NCCL; results equal those of host buffers.
+  template <Scalar T>
+  void broadcast(device_span<T> buffer, int root) {
+    auto [host, slot] = staging_->stage(buffer);
+    broadcast(host, root);
+    mpi_detail::HostStaging::finish(slot);
+  }
+  template <Scalar T>
+  void all_reduce(device_span<T> buffer) {
+    all_reduce_async(buffer).wait();
+  }
+  template <Scalar T>
+  [[nodiscard]] Request all_reduce_async(device_span<T> buffer) {
+    auto [host, slot] = staging_->stage(buffer);
+    Request r = all_reduce_async(host);
+    r.staged_ = slot;
+    return r;
+  }
+
   /// Advances collectives in flight (MpiProgress::caller); optimizers call it between steps.
   void progress() { engine_->progress(); }
 
@@ -521,6 +550,7 @@ class Mpi {
     environment_ = std::move(environment);
     // The engine must go before the environment finalizes MPI: members die in reverse order.
     engine_ = std::make_shared<mpi_detail::Engine>(comm, options);
+    staging_ = std::make_shared<mpi_detail::HostStaging>();
   }
 
   template <class T>
@@ -536,6 +566,7 @@ class Mpi {
 
   std::shared_ptr<mpi_detail::Environment> environment_;
   std::shared_ptr<mpi_detail::Engine> engine_;
+  std::shared_ptr<mpi_detail::HostStaging> staging_;
   int thread_level_ = MPI_THREAD_SINGLE;
 };
 

@@ -9,12 +9,15 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
 #include "cocod/model/concepts.hpp"
+#include "cocod/backend/device_span.hpp"
 #define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/host_staging.hpp"
 #include "cocod/comm/detail/thread_group.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
@@ -40,6 +43,7 @@ class Threads {
     void wait() {
       if (group_) done_ = group_->wait(rank_, ticket_);
       group_ = nullptr;
+      detail::HostStaging::finish(std::exchange(staged_, nullptr));
     }
     [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
 
@@ -50,6 +54,7 @@ class Threads {
     int rank_ = 0;
     std::uint64_t ticket_ = 0;
     Clock::time_point done_{};
+    detail::HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
   };
 
   /// Runs fn(Threads) on `workers` threads, rank r on thread r, and returns when all are done.
@@ -112,14 +117,36 @@ class Threads {
     return Request(group_.get(), rank_, group_->post(rank_, job<T>(detail::Op::all_reduce, buffer, 0)));
   }
 
+  /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, in the same
+  /// order of summation, so results equal those of host buffers.
+  template <Scalar T>
+  void broadcast(device_span<T> buffer, int root) {
+    auto [host, slot] = staging_->stage(buffer);
+    broadcast(host, root);
+    detail::HostStaging::finish(slot);
+  }
+  template <Scalar T>
+  void all_reduce(device_span<T> buffer) {
+    all_reduce_async(buffer).wait();
+  }
+  template <Scalar T>
+  [[nodiscard]] Request all_reduce_async(device_span<T> buffer) {
+    auto [host, slot] = staging_->stage(buffer);
+    Request r = all_reduce_async(host);
+    r.staged_ = slot;
+    return r;
+  }
+
  private:
-  Threads(std::shared_ptr<detail::Group> g, int rank) : group_(std::move(g)), rank_(rank) {}
+  Threads(std::shared_ptr<detail::Group> g, int rank)
+      : group_(std::move(g)), rank_(rank), staging_(std::make_shared<detail::HostStaging>()) {}
   template <class T>
   static detail::Job job(detail::Op op, std::span<T> b, int root) {
     return detail::Job{op, std::is_same_v<T, double>, b.data(), b.size(), root};
   }
   std::shared_ptr<detail::Group> group_;
   int rank_ = 0;
+  std::shared_ptr<detail::HostStaging> staging_;
 };
 
 }  // namespace cocod::comm

@@ -89,18 +89,22 @@ class Throttled {
   [[nodiscard]] const Link& link() const noexcept { return link_; }
   [[nodiscard]] C& inner() noexcept { return inner_; }
 
-  template <Scalar T>
-  void broadcast(std::span<T> buffer, int root) {
+  // Spans of any memory the inner communicator accepts (std::span, device_span).
+  template <class Span>
+    requires requires(C& c, Span s) { c.broadcast(s, 0); }
+  void broadcast(Span buffer, int root) {
     const auto deadline = reserve(link_.broadcast_seconds(buffer.size_bytes(), size()));
     inner_.broadcast(buffer, root);
     std::this_thread::sleep_until(deadline);
   }
-  template <Scalar T>
-  void all_reduce(std::span<T> buffer) {
+  template <class Span>
+    requires requires(C& c, Span s) { c.all_reduce_async(s); }
+  void all_reduce(Span buffer) {
     all_reduce_async(buffer).wait();
   }
-  template <Scalar T>
-  [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
+  template <class Span>
+    requires requires(C& c, Span s) { c.all_reduce_async(s); }
+  [[nodiscard]] Request all_reduce_async(Span buffer) {
     const auto deadline = reserve(link_.all_reduce_seconds(buffer.size_bytes(), size()));
     return Request(inner_.all_reduce_async(buffer), deadline);
   }

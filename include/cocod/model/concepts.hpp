@@ -20,7 +20,12 @@ concept Scalar = std::same_as<T, float> || std::same_as<T, double>;
 
 namespace model_requirements {
 template <class P>
-concept host_buffer = requires(P& p) {
+struct is_device_span : std::false_type {};
+template <class T>
+struct is_device_span<device_span<T>> : std::true_type {};
+
+template <class P>
+concept host_buffer = !is_device_span<P>::value && requires(P& p) {
   { p.data() } -> std::convertible_to<const volatile void*>;
   { p.size() } -> std::convertible_to<std::size_t>;
 } && std::is_pointer_v<decltype(std::declval<P&>().data())> &&

@@ -13,6 +13,7 @@
 //   end_round(x)           at the end of every full round
 //   finish_run(x)          at the end of the run (consensus)
 //   drain()                wait for anything in flight (called before buffers die)
+#define COCOD_TRAINER_INCLUDED
 #include <array>
 #include <chrono>
 #include <cmath>

@@ -1,0 +1,142 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/backend/cuda/kernels.hpp is internal: include <cocod/backend/cuda.hpp>"
+#endif
+// The fused passes of the cuda backend, the same set as backend/cpu/kernels.hpp. Each is one
+// thrust::for_each_n over the element index: every buffer is read and written once, in one
+// kernel launch on a GPU (and one parallel loop under Thrust's OMP device system). The update
+// formulas are written exactly as on the CPU.
+#include <thrust/copy.h>
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "cocod/backend/device_span.hpp"
+#include "cocod/backend/tags.hpp"
+
+#if defined(__CUDACC__)
+#define COCOD_HOST_DEVICE __host__ __device__
+#else
+#define COCOD_HOST_DEVICE
+#endif
+
+namespace cocod::backend {
+
+namespace cuda_kernels {
+template <class T>
+using const_span = std::type_identity_t<device_span<const T>>;  // converts from device_span<T>
+
+template <class F>
+void for_each_index(std::size_t n, F f) {
+  thrust::for_each_n(thrust::device, thrust::counting_iterator<std::size_t>(0), n, f);
+}
+
+template <class T>
+struct Scale {
+  T* dst;
+  const T* src;
+  T w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const { dst[i] = w * src[i]; }
+};
+
+// One local step; Case picks the formula at compile time (no branch per element).
+enum class Rule { sgd, sgd_wd, momentum, momentum_wd, nesterov, nesterov_wd };
+template <class T, Rule R>
+struct LocalUpdate {
+  T* x;
+  const T* g;
+  T* v;
+  T lr, mu, lambda;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    if constexpr (R == Rule::sgd) {
+      x[i] -= lr * g[i];
+    } else if constexpr (R == Rule::sgd_wd) {
+      x[i] -= lr * (g[i] + lambda * x[i]);
+    } else if constexpr (R == Rule::momentum) {
+      v[i] = mu * v[i] + g[i];
+      x[i] -= lr * v[i];
+    } else if constexpr (R == Rule::momentum_wd) {
+      v[i] = mu * v[i] + (g[i] + lambda * x[i]);
+      x[i] -= lr * v[i];
+    } else if constexpr (R == Rule::nesterov) {
+      v[i] = mu * v[i] + g[i];
+      x[i] -= lr * (g[i] + mu * v[i]);
+    } else {
+      const T d = g[i] + lambda * x[i];
+      v[i] = mu * v[i] + d;
+      x[i] -= lr * (d + mu * v[i]);
+    }
+  }
+};
+
+template <class T>
+struct RoundEnd {
+  T* x;
+  T* anchor;
+  T* send;
+  T w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    const T xi = x[i] + (send[i] - anchor[i]);
+    x[i] = xi;
+    anchor[i] = xi;
+    send[i] = w * xi;
+  }
+};
+}  // namespace cuda_kernels
+
+/// dst = w * src.
+template <class T>
+void scale(cuda, device_span<T> dst, cuda_kernels::const_span<T> src, T w) {
+  cuda_kernels::for_each_index(dst.size(), cuda_kernels::Scale<T>{dst.data(), src.data(), w});
+}
+
+/// dst = src.
+template <class T>
+void copy(cuda, device_span<T> dst, cuda_kernels::const_span<T> src) {
+  thrust::copy_n(thrust::device, thrust::device_pointer_cast(src.data()), src.size(),
+                 thrust::device_pointer_cast(dst.data()));
+}
+
+/// One local update step, the formulas of backend/cpu/kernels.hpp, fused in one pass.
+template <class T>
+void local_update(cuda, device_span<T> x, cuda_kernels::const_span<T> g, device_span<T> velocity, T lr, T mu,
+                  T lambda, bool nesterov) {
+  using cuda_kernels::LocalUpdate;
+  using cuda_kernels::Rule;
+  const std::size_t n = x.size();
+  T* v = velocity.data();
+  auto run = [&](auto rule) {
+    cuda_kernels::for_each_index(n, LocalUpdate<T, decltype(rule)::value>{x.data(), g.data(), v, lr, mu, lambda});
+  };
+  if (mu == T(0))
+    lambda == T(0) ? run(std::integral_constant<Rule, Rule::sgd>{}) : run(std::integral_constant<Rule, Rule::sgd_wd>{});
+  else if (!nesterov)
+    lambda == T(0) ? run(std::integral_constant<Rule, Rule::momentum>{})
+                   : run(std::integral_constant<Rule, Rule::momentum_wd>{});
+  else
+    lambda == T(0) ? run(std::integral_constant<Rule, Rule::nesterov>{})
+                   : run(std::integral_constant<Rule, Rule::nesterov_wd>{});
+}
+
+/// CoCoD-SGD's round end in one pass: x = x + (xbar - anchor); anchor = x; send = w * x.
+template <class T>
+void round_end(cuda, device_span<T> x, device_span<T> anchor, device_span<T> send, T w) {
+  cuda_kernels::for_each_index(x.size(), cuda_kernels::RoundEnd<T>{x.data(), anchor.data(), send.data(), w});
+}
+
+/// Writes host values into device memory at buffer[offset...].
+template <class T, std::size_t N>
+void store(cuda, device_span<T> buffer, std::size_t offset, const T (&values)[N]) {
+  thrust::copy_n(values, N, thrust::device_pointer_cast(buffer.data() + offset));
+}
+/// Reads buffer[offset...] from device memory.
+template <class T, std::size_t N>
+void load(cuda, cuda_kernels::const_span<T> buffer, std::size_t offset, T (&values)[N]) {
+  thrust::copy_n(thrust::device_pointer_cast(buffer.data() + offset), N, values);
+}
+
+}  // namespace cocod::backend
