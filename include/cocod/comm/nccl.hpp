@@ -1,0 +1,203 @@
+#pragma once
+// GPU workers over NCCL: one communicator per device, its own CUDA stream, all-reduces that
+// overlap the kernels of the compute stream. Needs nvcc and the cocod::cuda target (which links
+// NCCL when the toolkit ships it).
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "cocod/backend/device_span.hpp"
+#include "cocod/comm/communicator.hpp"
+#include "cocod/errors.hpp"
+#include "cocod/model/concepts.hpp"
+
+namespace cocod::comm {
+
+namespace nccl_detail {
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("cocod::comm::Nccl: ") + what + ": " + cudaGetErrorString(e));
+}
+inline void check(ncclResult_t e, const char* what) {
+  if (e != ncclSuccess) throw std::runtime_error(std::string("cocod::comm::Nccl: ") + what + ": " + ncclGetErrorString(e));
+}
+template <class T>
+ncclDataType_t type() {
+  return std::is_same_v<T, double> ? ncclDouble : ncclFloat;
+}
+
+/// What every copy of one worker's Nccl shares: the NCCL communicator, the communication
+/// stream, a pool of events and a small device scratch buffer for host-memory collectives.
+struct State {
+  ncclComm_t comm = nullptr;
+  int rank = 0, size = 1, device = 0;
+  cudaStream_t stream = nullptr;
+  double* scratch = nullptr;
+  std::size_t scratch_size = 0;
+
+  State(ncclComm_t c, int device_) : comm(c), device(device_) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
+    check(ncclCommCount(comm, &size), "ncclCommCount");
+    // Non-blocking: the legacy default stream, where Thrust's kernels run, does not wait for it.
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    if (scratch) cudaFree(scratch);
+    if (stream) cudaStreamDestroy(stream);
+    if (comm) ncclCommDestroy(comm);
+  }
+};
+}  // namespace nccl_detail
+
+/// The communicator of one GPU worker. Collectives on device_span buffers run on the worker's
+/// communication stream after the work already queued on the default (compute) stream, so a
+/// posted all-reduce overlaps the kernels queued after it. Host-memory collectives (the small
+/// set-up agreement of an optimizer) go through a device scratch buffer, blocking.
+///
+///     cocod::comm::Nccl::run({0, 1, 2, 3}, [&](cocod::comm::Nccl comm) { ... });   // one process
+///     cocod::comm::Nccl comm{id, rank, size, device};   // one process per GPU (id from MPI)
+class Nccl {
+ public:
+  class Request {
+   public:
+    Request() = default;
+    void wait() {
+      if (!event_) return;
+      nccl_detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize");
+      done_ = Clock::now();
+      cudaEventDestroy(event_);
+      event_ = nullptr;
+    }
+    [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
+
+   private:
+    friend class Nccl;
+    explicit Request(cudaEvent_t e) : event_(e) {}
+    cudaEvent_t event_ = nullptr;
+    Clock::time_point done_{};
+  };
+
+  /// Joins an NCCL clique of `size` ranks identified by `id` (from ncclGetUniqueId on one rank,
+  /// distributed by the application, e.g. with MPI_Bcast), on CUDA device `device`.
+  Nccl(ncclUniqueId id, int rank, int size, int device) {
+    nccl_detail::check(cudaSetDevice(device), "cudaSetDevice");
+    ncclComm_t comm = nullptr;
+    nccl_detail::check(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
+    state_ = std::make_shared<nccl_detail::State>(comm, device);
+  }
+
+  /// Runs fn(Nccl) on one thread per device (NCCL wants one thread per communicator), rank r on
+  /// devices[r]. If a worker throws, the communicators are aborted so the others do not hang,
+  /// and run rethrows the first exception.
+  template <class F>
+  static void run(const std::vector<int>& devices, F&& fn) {
+    const int n = static_cast<int>(devices.size());
+    if (n < 1) throw std::invalid_argument("cocod::comm::Nccl::run: needs at least one device");
+    std::vector<ncclComm_t> comms(devices.size());
+    nccl_detail::check(ncclCommInitAll(comms.data(), n, devices.data()), "ncclCommInitAll");
+    std::vector<std::exception_ptr> errors(devices.size());
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        const auto i = static_cast<std::size_t>(r);
+        try {
+          Nccl comm(std::make_shared<nccl_detail::State>(comms[i], devices[i]));
+          fn(comm);
+        } catch (...) {
+          errors[i] = std::current_exception();
+          for (auto c : comms) ncclCommAbort(c);  // wakes the others; their calls fail
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+  [[nodiscard]] int rank() const noexcept { return state_->rank; }
+  [[nodiscard]] int size() const noexcept { return state_->size; }
+  [[nodiscard]] int device() const noexcept { return state_->device; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return state_->stream; }
+
+  template <Scalar T>
+  void broadcast(device_span<T> buffer, int root) {
+    after_compute();
+    nccl_detail::check(ncclBroadcast(buffer.data(), buffer.data(), buffer.size(), nccl_detail::type<T>(), root,
+                                     state_->comm, state_->stream),
+                       "ncclBroadcast");
+    nccl_detail::check(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
+  }
+  template <Scalar T>
+  void all_reduce(device_span<T> buffer) {
+    all_reduce_async(buffer).wait();
+  }
+  template <Scalar T>
+  [[nodiscard]] Request all_reduce_async(device_span<T> buffer) {
+    after_compute();
+    nccl_detail::check(ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), nccl_detail::type<T>(), ncclSum,
+                                     state_->comm, state_->stream),
+                       "ncclAllReduce");
+    cudaEvent_t done = nullptr;
+    nccl_detail::check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming | cudaEventBlockingSync),
+                       "cudaEventCreate");
+    nccl_detail::check(cudaEventRecord(done, state_->stream), "cudaEventRecord");
+    return Request(done);
+  }
+
+  // Host buffers: through the device scratch buffer, blocking.
+  template <Scalar T>
+  void broadcast(std::span<T> buffer, int root) {
+    host_collective(buffer, [&](device_span<T> d) { broadcast(d, root); });
+  }
+  template <Scalar T>
+  void all_reduce(std::span<T> buffer) {
+    host_collective(buffer, [&](device_span<T> d) { all_reduce(d); });
+  }
+  template <Scalar T>
+  [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
+    all_reduce(buffer);
+    return Request{};
+  }
+
+ private:
+  explicit Nccl(std::shared_ptr<nccl_detail::State> s) : state_(std::move(s)) {}
+
+  // The communication stream waits for everything queued so far on the compute (default) stream.
+  void after_compute() {
+    cudaEvent_t ready = nullptr;
+    nccl_detail::check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+    nccl_detail::check(cudaEventRecord(ready, cudaStreamLegacy), "cudaEventRecord");
+    nccl_detail::check(cudaStreamWaitEvent(state_->stream, ready, 0), "cudaStreamWaitEvent");
+    cudaEventDestroy(ready);  // released once the wait has been enqueued
+  }
+
+  template <class T, class F>
+  void host_collective(std::span<T> buffer, F op) {
+    const std::size_t bytes = buffer.size_bytes();
+    if (state_->scratch_size < bytes) {
+      if (state_->scratch) cudaFree(state_->scratch);
+      nccl_detail::check(cudaMalloc(reinterpret_cast<void**>(&state_->scratch), bytes), "cudaMalloc");
+      state_->scratch_size = bytes;
+    }
+    T* d = reinterpret_cast<T*>(state_->scratch);
+    nccl_detail::check(cudaMemcpy(d, buffer.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    op(device_span<T>(d, buffer.size()));
+    nccl_detail::check(cudaMemcpy(buffer.data(), d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  }
+
+  std::shared_ptr<nccl_detail::State> state_;
+};
+
+}  // namespace cocod::comm
