@@ -81,8 +81,8 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       std::printf(
           "%s\n\nUsage: %s [options]\n"
           "  --algo LIST        algorithms to run, comma-separated: cocod,ssgd,local,pipe or all (default: all)\n"
-          "  --comm threads|mpi in-process workers, or one worker per MPI process under mpiexec\n"
-          "                     (default: threads)\n"
+          "  --comm threads|mpi|nccl  in-process workers, one worker per MPI process under\n"
+          "                     mpiexec, or one per GPU over NCCL (CUDA example) (default: threads)\n"
           "  --workers N        in-process workers with --comm threads (default: %d)\n"
           "  --period K         local steps per round (default: %zu)\n"
           "  --bandwidth GBIT   throttle collectives to a link of this bandwidth in Gbit/s (default: %g;\n"
@@ -132,8 +132,11 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       a.link_given = true;
     } else if (flag == "--comm") {
       a.comm = value(i, flag);
-      if (a.comm != "threads" && a.comm != "mpi")
-        usage_error(program, "unknown communicator '" + a.comm + "' in --comm (choose threads or mpi)");
+      if (a.comm != "threads" && a.comm != "mpi" && a.comm != "nccl")
+        usage_error(program, "unknown communicator '" + a.comm + "' in --comm (choose threads, mpi or nccl)");
+#if !(defined(COCOD_HAS_NCCL) && defined(__CUDACC__))
+      if (a.comm == "nccl") usage_error(program, "--comm nccl: only the CUDA example built with NCCL has it");
+#endif
 #ifndef COCOD_HAS_MPI
       if (a.comm == "mpi") usage_error(program, "--comm mpi: this build has no MPI (install libboost-mpi-dev and rebuild)");
 #endif
@@ -203,6 +206,21 @@ struct ThreadsRunner {
   [[nodiscard]] const char* name() const { return "threads"; }
   [[nodiscard]] double from_rank0(double v) const { return v; }
 };
+
+#if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
+/// One worker thread per GPU of this machine, over NCCL.
+struct NcclRunner {
+  std::vector<int> devices;
+  template <class F>
+  void each(F&& f) const {
+    cocod::comm::Nccl::run(devices, [&](cocod::comm::Nccl c) { f(c); });
+  }
+  [[nodiscard]] bool prints() const { return true; }
+  [[nodiscard]] int size() const { return static_cast<int>(devices.size()); }
+  [[nodiscard]] const char* name() const { return "GPUs over NCCL"; }
+  [[nodiscard]] double from_rank0(double v) const { return v; }
+};
+#endif
 
 #ifdef COCOD_HAS_MPI
 struct MpiRunner {
@@ -288,7 +306,7 @@ template <class Runner, class MakeModel, class Evaluate>
 int compare_on(const Runner& runner, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
   const int workers = runner.size();
   const std::size_t bytes = (parameters + 2) * sizeof(double);
-  const bool throttle = args.comm == "threads" || args.link_given;
+  const bool throttle = args.comm == "threads" || args.link_given;  // mpi, nccl: the real network
   cocod::comm::Link link = cocod::comm::Link::gbit(args.bandwidth_gbit, args.latency_us.value_or(0.0));
   const double step_s = measure_step_seconds(runner, args, make);
   if (!args.latency_us) {
@@ -364,6 +382,15 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
     }, o);
 #endif
   }
+#if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
+  if (args.comm == "nccl") {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    std::vector<int> devices(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) devices[static_cast<std::size_t>(i)] = i;
+    return compare_on(NcclRunner{devices}, args, parameters, make, evaluate);
+  }
+#endif
   return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate);
 }
 
