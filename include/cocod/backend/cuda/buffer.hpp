@@ -10,6 +10,11 @@
 #include <thrust/execution_policy.h>
 
 #include <cstddef>
+#include <new>
+#include <stdexcept>
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#endif
 
 #include "cocod/backend/device_span.hpp"
 #include "cocod/backend/tags.hpp"
@@ -44,6 +49,41 @@ void copy_to_host(device_span<const T> from, T* to) {
 template <class T>
 void copy_from_host(const T* from, device_span<T> to) {
   thrust::copy_n(from, to.size(), thrust::device_pointer_cast(to.data()));
+}
+
+/// Copies host memory to device memory, queued on the compute (legacy default) stream: kernels
+/// queued after it see the data, and the host does not wait (on a GPU; a plain copy elsewhere).
+/// `from` must stay untouched until the stream has passed the copy: staging slots are pinned
+/// memory whose next use starts with a copy queued behind this one.
+template <class T>
+void copy_from_host_async(const T* from, device_span<T> to) {
+#if defined(__CUDACC__)
+  if (cudaMemcpyAsync(to.data(), from, to.size_bytes(), cudaMemcpyHostToDevice, cudaStreamLegacy) != cudaSuccess)
+    throw std::runtime_error("cocod: cudaMemcpyAsync to the device failed");
+#else
+  copy_from_host(from, to);
+#endif
+}
+
+/// Host memory for staging device buffers: page-locked (pinned) on a GPU, so that copies run at
+/// full speed and asynchronously; ordinary memory under Thrust's host device systems.
+template <class T>
+void* host_staging_allocate(device_span<T>, std::size_t bytes) {
+#if defined(__CUDACC__)
+  void* p = nullptr;
+  if (cudaMallocHost(&p, bytes) != cudaSuccess) throw std::bad_alloc();
+  return p;
+#else
+  return ::operator new(bytes);
+#endif
+}
+template <class T>
+void host_staging_free(device_span<T>, void* p) noexcept {
+#if defined(__CUDACC__)
+  cudaFreeHost(p);
+#else
+  ::operator delete(p);
+#endif
 }
 
 namespace backend {

@@ -5,14 +5,15 @@
 // Host copies of device buffers, for communicators that move host memory (comm::Threads,
 // comm::Mpi): a collective on a device_span copies it to a host slot, runs on the slot, and the
 // request copies the result back when it is waited for. Slots are reused; they grow only.
-// The copies are cocod::copy_to_host / copy_from_host, found by argument-dependent lookup in
-// <cocod/backend/cuda.hpp>, so this header needs no device headers itself.
+// Memory and copies come from <cocod/backend/cuda.hpp>, found by argument-dependent lookup:
+// host_staging_allocate/free (pinned memory on a GPU), copy_to_host, and copy_from_host_async
+// (queued on the compute stream, so wait() does not block for it), so this header needs no
+// device headers itself.
 #include <array>
 #include <cstddef>
 #include <span>
 #include <stdexcept>
 #include <utility>
-#include <vector>
 
 #include "cocod/backend/device_span.hpp"
 
@@ -21,13 +22,23 @@ namespace cocod::comm::detail {
 class HostStaging {
  public:
   struct Slot {
-    std::vector<std::byte> host;
+    void* host = nullptr;
+    std::size_t capacity = 0;
+    void (*release)(void*) = nullptr;
     void* device = nullptr;
     std::size_t count = 0;
     void (*copy_back)(Slot&) = nullptr;
     bool busy = false;
   };
   static constexpr std::size_t slots = 4;
+
+  HostStaging() = default;
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+  ~HostStaging() {
+    for (auto& s : slots_)
+      if (s.host) s.release(s.host);
+  }
 
   /// Copies `d` to a free host slot; returns the host view and the slot to finish later.
   template <class T>
@@ -42,14 +53,19 @@ class HostStaging {
     }
     if (!slot)
       throw std::logic_error("cocod: more than 4 collectives on device buffers in flight on one worker");
-    if (slot->host.size() < d.size_bytes()) slot->host.resize(d.size_bytes());
-    T* host = reinterpret_cast<T*>(slot->host.data());
+    if (slot->capacity < d.size_bytes()) {
+      if (slot->host) slot->release(slot->host);
+      slot->host = nullptr;
+      slot->host = host_staging_allocate(d, d.size_bytes());
+      slot->capacity = d.size_bytes();
+      slot->release = +[](void* p) { host_staging_free(device_span<T>(), p); };
+    }
+    T* host = static_cast<T*>(slot->host);
     copy_to_host(device_span<const T>(d), host);
     slot->device = d.data();
     slot->count = d.size();
     slot->copy_back = +[](Slot& s) {
-      copy_from_host(static_cast<const T*>(static_cast<const void*>(s.host.data())),
-                     device_span<T>(static_cast<T*>(s.device), s.count));
+      copy_from_host_async(static_cast<const T*>(s.host), device_span<T>(static_cast<T*>(s.device), s.count));
     };
     slot->busy = true;
     return {std::span<T>(host, d.size()), slot};
