@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cocod/backend/device_span.hpp"
@@ -73,6 +74,19 @@ class Nccl {
   class Request {
    public:
     Request() = default;
+    Request(Request&& o) noexcept : event_(std::exchange(o.event_, nullptr)), done_(o.done_) {}
+    Request& operator=(Request&& o) noexcept {
+      if (this != &o) {
+        release();
+        event_ = std::exchange(o.event_, nullptr);
+        done_ = o.done_;
+      }
+      return *this;
+    }
+    Request(const Request&) = delete;
+    Request& operator=(const Request&) = delete;
+    ~Request() { release(); }
+
     void wait() {
       if (!event_) return;
       nccl_detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize");
@@ -85,6 +99,13 @@ class Nccl {
    private:
     friend class Nccl;
     explicit Request(cudaEvent_t e) : event_(e) {}
+    void release() noexcept {
+      if (event_) {
+        cudaEventSynchronize(event_);  // never let the buffer go while the all-reduce runs
+        cudaEventDestroy(event_);
+        event_ = nullptr;
+      }
+    }
     cudaEvent_t event_ = nullptr;
     Clock::time_point done_{};
   };
