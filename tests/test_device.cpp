@@ -13,31 +13,13 @@
 #include <cmath>
 #include <vector>
 
-#include "support.hpp"
+#include "support_device.hpp"
 
 namespace {
 static_assert(THRUST_MAJOR_VERSION >= 2, "tests must use CCCL's Thrust, not Debian's 1.x");
 
-/// The least-squares model of support.hpp with its parameters in device memory. Its gradient is
-/// computed by the host model (copies in and out): what is under test is the optimizer's device
-/// path (buffers, kernels, staging), not a device gradient.
 template <class T>
-struct DeviceLeastSquares {
-  cocod_test::LeastSquares<T> host;
-  thrust::device_vector<T> x;
-  DeviceLeastSquares(std::size_t samples, std::size_t dim, std::uint64_t seed)
-      : host(samples, dim, seed), x(host.x.begin(), host.x.end()) {}
-  thrust::device_vector<T>& parameters() { return x; }
-  std::size_t num_samples() const { return host.num_samples(); }
-  double loss_and_gradient(std::span<const std::size_t> batch, cocod::device_span<T> gradient) {
-    thrust::copy(x.begin(), x.end(), host.x.begin());
-    std::vector<T> g(host.x.size());
-    const double loss = host.loss_and_gradient(batch, g);
-    cocod::copy_from_host(g.data(), gradient);
-    return loss;
-  }
-  std::vector<T> values() const { return std::vector<T>(x.begin(), x.end()); }
-};
+using DeviceLeastSquares = cocod_test::DeviceLeastSquares<T>;
 template <class T>
 struct HostLeastSquares : cocod_test::LeastSquares<T> {
   using cocod_test::LeastSquares<T>::LeastSquares;

@@ -11,36 +11,20 @@
 #include <cmath>
 #include <vector>
 
-#include "support.hpp"
+#include "support_device.hpp"
 
 namespace {
 cocod::comm::Mpi* world = nullptr;
 
-template <class T>
-struct DeviceModel {
-  cocod_test::LeastSquares<T> host;
-  thrust::device_vector<T> x;
-  DeviceModel(std::size_t samples, std::size_t dim, std::uint64_t seed)
-      : host(samples, dim, seed), x(host.x.begin(), host.x.end()) {}
-  thrust::device_vector<T>& parameters() { return x; }
-  std::size_t num_samples() const { return host.num_samples(); }
-  double loss_and_gradient(std::span<const std::size_t> batch, cocod::device_span<T> gradient) {
-    thrust::copy(x.begin(), x.end(), host.x.begin());
-    std::vector<T> g(host.x.size());
-    const double loss = host.loss_and_gradient(batch, g);
-    cocod::copy_from_host(g.data(), gradient);
-    return loss;
-  }
-};
 
 template <template <class...> class Algorithm>
 void check() {
   const cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .period = 3, .batch_size = 6, .seed = 4};
   const auto seed = 60 + static_cast<std::uint64_t>(world->rank());
   cocod_test::LeastSquares<double> host(90, 11, seed);
-  DeviceModel<double> device(90, 11, seed);
+  cocod_test::DeviceLeastSquares<double> device(90, 11, seed);
   Algorithm<cocod_test::LeastSquares<double>, cocod::comm::Mpi>{*world, o}.optimize(host, cocod::Steps{20});
-  Algorithm<DeviceModel<double>, cocod::comm::Mpi>{*world, o}.optimize(device, cocod::Steps{20});
+  Algorithm<cocod_test::DeviceLeastSquares<double>, cocod::comm::Mpi>{*world, o}.optimize(device, cocod::Steps{20});
   const std::vector<double> d(device.x.begin(), device.x.end());
   double worst = 0;
   for (std::size_t i = 0; i < d.size(); ++i) worst = std::max(worst, std::abs(d[i] - host.x[i]));

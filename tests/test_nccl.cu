@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "support.hpp"
+#include "support_device.hpp"
 
 namespace {
 std::vector<int> all_devices() {
@@ -20,22 +20,6 @@ std::vector<int> all_devices() {
   return d;
 }
 
-template <class T>
-struct DeviceModel {
-  cocod_test::LeastSquares<T> host;
-  thrust::device_vector<T> x;
-  DeviceModel(std::size_t samples, std::size_t dim, std::uint64_t seed)
-      : host(samples, dim, seed), x(host.x.begin(), host.x.end()) {}
-  thrust::device_vector<T>& parameters() { return x; }
-  std::size_t num_samples() const { return host.num_samples(); }
-  double loss_and_gradient(std::span<const std::size_t> batch, cocod::device_span<T> gradient) {
-    thrust::copy(x.begin(), x.end(), host.x.begin());
-    std::vector<T> g(host.x.size());
-    const double loss = host.loss_and_gradient(batch, g);
-    cocod::copy_from_host(g.data(), gradient);
-    return loss;
-  }
-};
 }  // namespace
 
 TEST_CASE("NCCL all_reduce and broadcast on device and host buffers") {
@@ -60,15 +44,15 @@ TEST_CASE("CoCoD-SGD on NCCL agrees with comm::Threads on the same device parame
   const cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .period = 3, .batch_size = 8, .seed = 3};
   std::vector<std::vector<double>> nccl(static_cast<std::size_t>(N)), threads(static_cast<std::size_t>(N));
   cocod::comm::Nccl::run(devices, [&](cocod::comm::Nccl comm) {
-    DeviceModel<double> m(100, 11, 7 + static_cast<std::uint64_t>(comm.rank()));
-    cocod::Optimizer<DeviceModel<double>, cocod::comm::Nccl> opt{comm, o};
+    cocod_test::DeviceLeastSquares<double> m(100, 11, 7 + static_cast<std::uint64_t>(comm.rank()));
+    cocod::Optimizer<cocod_test::DeviceLeastSquares<double>, cocod::comm::Nccl> opt{comm, o};
     opt.optimize(m, cocod::Rounds{6});
     nccl[static_cast<std::size_t>(comm.rank())] = std::vector<double>(m.x.begin(), m.x.end());
   });
   cocod::comm::Threads::run(N, [&](cocod::comm::Threads comm) {
     cudaSetDevice(devices[static_cast<std::size_t>(comm.rank())]);
-    DeviceModel<double> m(100, 11, 7 + static_cast<std::uint64_t>(comm.rank()));
-    cocod::Optimizer<DeviceModel<double>, cocod::comm::Threads> opt{comm, o};
+    cocod_test::DeviceLeastSquares<double> m(100, 11, 7 + static_cast<std::uint64_t>(comm.rank()));
+    cocod::Optimizer<cocod_test::DeviceLeastSquares<double>, cocod::comm::Threads> opt{comm, o};
     opt.optimize(m, cocod::Rounds{6});
     threads[static_cast<std::size_t>(comm.rank())] = std::vector<double>(m.x.begin(), m.x.end());
   });

@@ -51,6 +51,7 @@
 #include "cocod/model/concepts.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/comm/detail/host_staging.hpp"
+#include "cocod/comm/detail/ticket_ring.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::comm {
@@ -151,15 +152,10 @@ inline void check(int code, const char* what) {
   throw std::runtime_error(std::string("cocod::comm::Mpi: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
-enum class Op : std::uint8_t { all_reduce, broadcast };
+using comm::detail::Op;
 
 /// One collective, advanced stage by stage so that it can be driven by MPI_Test polls.
-struct Operation {
-  Op op = Op::all_reduce;
-  bool is_double = false;
-  void* data = nullptr;
-  std::size_t count = 0;
-  int root = 0;
+struct Operation : comm::detail::Collective {
   int stage = 0;  // 0: not started
   MPI_Request request = MPI_REQUEST_NULL;
 };
@@ -168,8 +164,6 @@ struct Operation {
 /// collectives (a fixed ring: posting allocates nothing) and the progress engine.
 class Engine {
  public:
-  static constexpr std::size_t capacity = 64;
-
   Engine(MPI_Comm comm, MpiOptions options) : options_(options) {
     check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
@@ -203,15 +197,13 @@ class Engine {
     std::unique_lock lock(mutex_);
     if (options_.progress == MpiProgress::caller) {
       // No thread may drain the ring for us: make room by completing the oldest ourselves.
-      while (posted_ - completed_ >= capacity) complete_head(lock, true);
+      while (ring_.full()) complete_head(lock, true);
     } else {
-      cv_.wait(lock, [&] { return posted_ - completed_ < capacity; });
+      cv_.wait(lock, [&] { return !ring_.full(); });
     }
-    ops_[posted_ % capacity] = op;
-    errors_[posted_ % capacity] = nullptr;  // the slot may hold the error of its previous use
-    const std::uint64_t ticket = posted_++;
+    const std::uint64_t ticket = ring_.push(op);
     cv_.notify_all();
-    if (options_.progress == MpiProgress::caller && ticket == completed_) advance_head(lock, false);
+    if (options_.progress == MpiProgress::caller && ticket == ring_.head_ticket()) advance_head(lock, false);
     return ticket;
   }
 
@@ -219,14 +211,12 @@ class Engine {
   Clock::time_point wait(std::uint64_t ticket) {
     std::unique_lock lock(mutex_);
     if (options_.progress == MpiProgress::caller) {
-      while (completed_ <= ticket) complete_head(lock, true);
-      if (posted_ > completed_) advance_head(lock, false);  // start the next one now (Pipe-SGD)
+      while (!ring_.done(ticket)) complete_head(lock, true);
+      if (ring_.pending()) advance_head(lock, false);  // start the next one now (Pipe-SGD)
     } else {
-      cv_.wait(lock, [&] { return completed_ > ticket; });
+      cv_.wait(lock, [&] { return ring_.done(ticket); });
     }
-    const std::size_t slot = ticket % capacity;
-    if (errors_[slot]) std::rethrow_exception(errors_[slot]);
-    return done_at_[slot];
+    return ring_.result(ticket);
   }
 
   /// MpiProgress::caller: one MPI_Test on the oldest collective (and start the next when it
@@ -234,47 +224,40 @@ class Engine {
   void progress() {
     if (options_.progress != MpiProgress::caller) return;
     std::unique_lock lock(mutex_);
-    while (posted_ > completed_ && advance_head(lock, false)) {
+    while (ring_.pending() && advance_head(lock, false)) {
     }
   }
 
  private:
   // Advances the oldest collective; true when it completed (and was retired).
   bool advance_head(std::unique_lock<std::mutex>&, bool block) {
-    const std::size_t slot = completed_ % capacity;
-    Operation& op = ops_[slot];
-    bool done = false;
+    Operation& op = ring_.head();
     try {
-      done = op.is_double ? advance<double>(op, block) : advance<float>(op, block);
+      if (!(op.is_double ? advance<double>(op, block) : advance<float>(op, block))) return false;
+      ring_.retire();
     } catch (...) {
-      errors_[slot] = std::current_exception();
-      done = true;
+      ring_.retire(std::current_exception());
     }
-    if (done) retire(slot);
-    return done;
+    cv_.notify_all();
+    return true;
   }
   void complete_head(std::unique_lock<std::mutex>& lock, bool block) {
     while (!advance_head(lock, block)) {
     }
   }
-  void retire(std::size_t slot) {
-    done_at_[slot] = Clock::now();
-    ++completed_;
-    cv_.notify_all();
-  }
 
   void serve() {
     const bool block = options_.progress == MpiProgress::blocking_thread;
     for (;;) {
-      std::uint64_t ticket = 0;
+      Operation* head = nullptr;
       {
         std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return posted_ > completed_ || closing_; });
-        if (posted_ == completed_) return;
-        ticket = completed_;
+        cv_.wait(lock, [&] { return ring_.pending() || closing_; });
+        if (!ring_.pending()) return;
+        head = &ring_.head();
       }
-      // The operation's slot cannot be reused before it is retired, so it is read unlocked.
-      Operation& op = ops_[ticket % capacity];
+      // The operation's slot cannot be reused before it is retired, so it is used unlocked.
+      Operation& op = *head;
       std::exception_ptr error;
       try {
         auto pause = options_.poll_min;
@@ -290,8 +273,8 @@ class Engine {
         error = std::current_exception();
       }
       std::lock_guard lock(mutex_);
-      errors_[ticket % capacity] = error;
-      retire(ticket % capacity);
+      ring_.retire(error);
+      cv_.notify_all();
     }
   }
 
@@ -395,10 +378,7 @@ class Engine {
 
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::array<Operation, capacity> ops_{};
-  std::array<Clock::time_point, capacity> done_at_{};
-  std::array<std::exception_ptr, capacity> errors_{};
-  std::uint64_t posted_ = 0, completed_ = 0;
+  comm::detail::TicketRing<Operation> ring_;
   bool closing_ = false;
   std::thread thread_;
 };

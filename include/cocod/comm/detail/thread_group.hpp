@@ -3,8 +3,8 @@
 #error "cocod/comm/detail/thread_group.hpp is internal: include <cocod/comm/threads.hpp>"
 #endif
 // The shared state of comm::Threads: N worker threads, one communication thread per worker
-// that executes that worker's collectives in posting order, and a barrier that can be aborted
-// so that no thread is left waiting when another fails or leaves.
+// that executes that worker's collectives in posting order (a TicketRing), and a barrier that
+// can be aborted so that no thread is left waiting when another fails or leaves.
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cocod/comm/communicator.hpp"
+#include "cocod/comm/detail/ticket_ring.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::comm::detail {
@@ -76,29 +77,15 @@ class AbortableBarrier {
   std::string reason_;
 };
 
-enum class Op : std::uint8_t { all_reduce, broadcast };
-
-struct Job {
-  Op op = Op::all_reduce;
-  bool is_double = false;
-  void* data = nullptr;
-  std::size_t count = 0;
-  int root = 0;
-};
+using Job = Collective;
 
 class Group;
 
-/// One worker's queue of collectives, drained in order by its communication thread. A fixed
-/// ring: posting allocates nothing.
+/// One worker's queue of collectives, drained in order by its communication thread.
 struct Channel {
-  static constexpr std::size_t capacity = 64;
   std::mutex mutex;
   std::condition_variable cv;
-  std::array<Job, capacity> jobs{};
-  std::array<Clock::time_point, capacity> done_at{};
-  std::array<std::exception_ptr, capacity> errors{};
-  std::uint64_t posted = 0;
-  std::uint64_t completed = 0;
+  TicketRing<Job> ring;
   bool closing = false;
   std::thread thread;
 };
@@ -128,10 +115,9 @@ class Group {
   std::uint64_t post(int rank, const Job& job) {
     Channel& c = channel(rank);
     std::unique_lock lock(c.mutex);
-    c.cv.wait(lock, [&] { return c.posted - c.completed < Channel::capacity; });
+    c.cv.wait(lock, [&] { return !c.ring.full(); });
     if (c.closing) throw Aborted("cocod::comm::Threads: the worker group has finished");
-    c.jobs[c.posted % Channel::capacity] = job;
-    const std::uint64_t ticket = c.posted++;
+    const std::uint64_t ticket = c.ring.push(job);
     c.cv.notify_all();
     return ticket;
   }
@@ -140,10 +126,8 @@ class Group {
   Clock::time_point wait(int rank, std::uint64_t ticket) {
     Channel& c = channel(rank);
     std::unique_lock lock(c.mutex);
-    c.cv.wait(lock, [&] { return c.completed > ticket; });
-    const std::size_t slot = ticket % Channel::capacity;
-    if (c.errors[slot]) std::rethrow_exception(c.errors[slot]);
-    return c.done_at[slot];
+    c.cv.wait(lock, [&] { return c.ring.done(ticket); });
+    return c.ring.result(ticket);
   }
 
   /// Makes every pending and future collective fail (a worker threw).
@@ -168,13 +152,11 @@ class Group {
     Channel& c = channel(rank);
     for (;;) {
       Job job;
-      std::uint64_t ticket = 0;
       {
         std::unique_lock lock(c.mutex);
-        c.cv.wait(lock, [&] { return c.posted > c.completed || c.closing; });
-        if (c.posted == c.completed) break;  // closing and drained
-        ticket = c.completed;
-        job = c.jobs[ticket % Channel::capacity];
+        c.cv.wait(lock, [&] { return c.ring.pending() || c.closing; });
+        if (!c.ring.pending()) break;  // closing and drained
+        job = c.ring.head();
       }
       std::exception_ptr error;
       try {
@@ -186,9 +168,7 @@ class Group {
         error = std::current_exception();
       }
       std::lock_guard lock(c.mutex);
-      c.done_at[ticket % Channel::capacity] = Clock::now();
-      c.errors[ticket % Channel::capacity] = error;
-      ++c.completed;
+      c.ring.retire(error);
       c.cv.notify_all();
     }
     barrier_.depart(rank);
@@ -240,12 +220,6 @@ class Group {
       std::memcpy(mine + qlo, partial_[static_cast<std::size_t>(q)].data(), (qhi - qlo) * sizeof(T));
     }
     // The next collective's first barrier keeps partial_ intact until everyone has copied.
-  }
-
-  static std::string describe(const Job& j) {
-    return std::string(j.op == Op::all_reduce ? "all_reduce" : "broadcast") + " of " +
-           std::to_string(j.count) + (j.is_double ? " doubles" : " floats") +
-           (j.op == Op::broadcast ? " from root " + std::to_string(j.root) : "");
   }
 
   int size_;

@@ -1,0 +1,74 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/comm/detail/ticket_ring.hpp is internal: include a communicator's header"
+#endif
+// What the communicators that run collectives in posting order share (comm::Threads, comm::Mpi):
+// the description of a collective, and a fixed ring of them with tickets, completion times and
+// errors. Posting allocates nothing. Callers hold their own mutex around every member.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "cocod/comm/communicator.hpp"
+
+namespace cocod::comm::detail {
+
+enum class Op : std::uint8_t { all_reduce, broadcast };
+
+/// One collective as posted: what, on which host buffer, of which scalar.
+struct Collective {
+  Op op = Op::all_reduce;
+  bool is_double = false;
+  void* data = nullptr;
+  std::size_t count = 0;
+  int root = 0;
+};
+
+inline std::string describe(const Collective& c) {
+  return std::string(c.op == Op::all_reduce ? "all_reduce" : "broadcast") + " of " + std::to_string(c.count) +
+         (c.is_double ? " doubles" : " floats") + (c.op == Op::broadcast ? " from root " + std::to_string(c.root) : "");
+}
+
+/// Collectives in posting order: ticket t is posted as the t-th and completes as the t-th.
+template <class Job, std::size_t Capacity = 64>
+struct TicketRing {
+  static constexpr std::size_t capacity = Capacity;
+
+  [[nodiscard]] bool full() const noexcept { return posted - completed >= Capacity; }
+  [[nodiscard]] bool pending() const noexcept { return posted > completed; }
+  [[nodiscard]] bool done(std::uint64_t ticket) const noexcept { return completed > ticket; }
+
+  /// Queues a job (the ring must not be full); returns its ticket.
+  std::uint64_t push(const Job& job) {
+    const std::size_t slot = posted % Capacity;
+    jobs[slot] = job;
+    errors[slot] = nullptr;  // the slot may hold the error of its previous use
+    return posted++;
+  }
+  /// The oldest job not yet completed, and its ticket.
+  [[nodiscard]] Job& head() noexcept { return jobs[completed % Capacity]; }
+  [[nodiscard]] std::uint64_t head_ticket() const noexcept { return completed; }
+  /// Completes the oldest job, with its failure if any.
+  void retire(std::exception_ptr error = nullptr) {
+    const std::size_t slot = completed % Capacity;
+    done_at[slot] = Clock::now();
+    errors[slot] = error;
+    ++completed;
+  }
+  /// When a completed ticket completed; rethrows its failure. Valid until Capacity more complete.
+  [[nodiscard]] Clock::time_point result(std::uint64_t ticket) const {
+    const std::size_t slot = ticket % Capacity;
+    if (errors[slot]) std::rethrow_exception(errors[slot]);
+    return done_at[slot];
+  }
+
+  std::array<Job, Capacity> jobs{};
+  std::array<Clock::time_point, Capacity> done_at{};
+  std::array<std::exception_ptr, Capacity> errors{};
+  std::uint64_t posted = 0;
+  std::uint64_t completed = 0;
+};
+
+}  // namespace cocod::comm::detail
