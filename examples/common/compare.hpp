@@ -305,7 +305,8 @@ double measure_step_seconds(const Runner& runner, const Args& args, MakeModel ma
 template <class Runner, class MakeModel, class Evaluate>
 int compare_on(const Runner& runner, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
   const int workers = runner.size();
-  const std::size_t bytes = (parameters + 2) * sizeof(double);
+  using Model = std::invoke_result_t<MakeModel, int, int>;
+  const std::size_t bytes = (parameters + 2) * sizeof(cocod::scalar_of_t<Model>);  // + control slots
   const bool throttle = args.comm == "threads" || args.link_given;  // mpi, nccl: the real network
   cocod::comm::Link link = cocod::comm::Link::gbit(args.bandwidth_gbit, args.latency_us.value_or(0.0));
   const double step_s = measure_step_seconds(runner, args, make);
