@@ -84,8 +84,6 @@ struct MpiOptions {
 
 namespace mpi_detail {
 
-using comm::detail::HostStaging;
-
 template <class T>
 MPI_Datatype datatype() {
 #if COCOD_MPI_BOOST
@@ -397,7 +395,7 @@ class Engine {
 ///
 /// Collectives run on a duplicate of the given communicator, so they never match the
 /// application's own messages.
-class Mpi {
+class Mpi : public detail::StagedDeviceCollectives<Mpi> {
  public:
   class Request {
    public:
@@ -405,17 +403,18 @@ class Mpi {
     void wait() {
       if (engine_) done_ = engine_->wait(ticket_);
       engine_ = nullptr;
-      mpi_detail::HostStaging::finish(std::exchange(staged_, nullptr));
+      detail::HostStaging::finish(std::exchange(staged_, nullptr));
     }
     [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
 
    private:
     friend class Mpi;
+    friend class detail::StagedDeviceCollectives<Mpi>;
     Request(mpi_detail::Engine* e, std::uint64_t ticket) : engine_(e), ticket_(ticket) {}
     mpi_detail::Engine* engine_ = nullptr;
     std::uint64_t ticket_ = 0;
     Clock::time_point done_{};
-    mpi_detail::HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
+    detail::HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
   };
 
   /// Initializes MPI (requesting MPI_THREAD_MULTIPLE) unless it is already, and uses
@@ -475,23 +474,9 @@ class Mpi {
   }
   /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, for clusters
   /// without NCCL; results equal those of host buffers.
-  template <Scalar T>
-  void broadcast(device_span<T> buffer, int root) {
-    auto [host, slot] = staging_->stage(buffer);
-    broadcast(host, root);
-    mpi_detail::HostStaging::finish(slot);
-  }
-  template <Scalar T>
-  void all_reduce(device_span<T> buffer) {
-    all_reduce_async(buffer).wait();
-  }
-  template <Scalar T>
-  [[nodiscard]] Request all_reduce_async(device_span<T> buffer) {
-    auto [host, slot] = staging_->stage(buffer);
-    Request r = all_reduce_async(host);
-    r.staged_ = slot;
-    return r;
-  }
+  using StagedDeviceCollectives::all_reduce;
+  using StagedDeviceCollectives::all_reduce_async;
+  using StagedDeviceCollectives::broadcast;
 
   /// Advances collectives in flight (MpiProgress::caller); optimizers call it between steps.
   void progress() { engine_->progress(); }
@@ -530,7 +515,6 @@ class Mpi {
     environment_ = std::move(environment);
     // The engine must go before the environment finalizes MPI: members die in reverse order.
     engine_ = std::make_shared<mpi_detail::Engine>(comm, options);
-    staging_ = std::make_shared<mpi_detail::HostStaging>();
   }
 
   template <class T>
@@ -546,7 +530,6 @@ class Mpi {
 
   std::shared_ptr<mpi_detail::Environment> environment_;
   std::shared_ptr<mpi_detail::Engine> engine_;
-  std::shared_ptr<mpi_detail::HostStaging> staging_;
   int thread_level_ = MPI_THREAD_SINGLE;
 };
 

@@ -35,7 +35,7 @@ namespace cocod::comm {
 /// Each worker has a communication thread that runs its collectives in posting order, so
 /// all_reduce_async overlaps the worker's computation. Sums are taken in rank order: the result
 /// is bitwise the same whatever the thread timing.
-class Threads {
+class Threads : public detail::StagedDeviceCollectives<Threads> {
  public:
   class Request {
    public:
@@ -49,6 +49,7 @@ class Threads {
 
    private:
     friend class Threads;
+    friend class detail::StagedDeviceCollectives<Threads>;
     Request(detail::Group* g, int rank, std::uint64_t ticket) : group_(g), rank_(rank), ticket_(ticket) {}
     detail::Group* group_ = nullptr;
     int rank_ = 0;
@@ -119,34 +120,18 @@ class Threads {
 
   /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, in the same
   /// order of summation, so results equal those of host buffers.
-  template <Scalar T>
-  void broadcast(device_span<T> buffer, int root) {
-    auto [host, slot] = staging_->stage(buffer);
-    broadcast(host, root);
-    detail::HostStaging::finish(slot);
-  }
-  template <Scalar T>
-  void all_reduce(device_span<T> buffer) {
-    all_reduce_async(buffer).wait();
-  }
-  template <Scalar T>
-  [[nodiscard]] Request all_reduce_async(device_span<T> buffer) {
-    auto [host, slot] = staging_->stage(buffer);
-    Request r = all_reduce_async(host);
-    r.staged_ = slot;
-    return r;
-  }
+  using StagedDeviceCollectives::all_reduce;
+  using StagedDeviceCollectives::all_reduce_async;
+  using StagedDeviceCollectives::broadcast;
 
  private:
-  Threads(std::shared_ptr<detail::Group> g, int rank)
-      : group_(std::move(g)), rank_(rank), staging_(std::make_shared<detail::HostStaging>()) {}
+  Threads(std::shared_ptr<detail::Group> g, int rank) : group_(std::move(g)), rank_(rank) {}
   template <class T>
   static detail::Job job(detail::Op op, std::span<T> b, int root) {
     return detail::Job{op, std::is_same_v<T, double>, b.data(), b.size(), root};
   }
   std::shared_ptr<detail::Group> group_;
   int rank_ = 0;
-  std::shared_ptr<detail::HostStaging> staging_;
 };
 
 }  // namespace cocod::comm

@@ -11,6 +11,7 @@
 // device headers itself.
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <utility>
@@ -81,6 +82,37 @@ class HostStaging {
  private:
   std::array<Slot, slots> slots_{};
   std::size_t next_ = 0;
+};
+
+/// The device_span collectives of a communicator Comm whose own collectives move host memory
+/// (CRTP base of comm::Threads and comm::Mpi): stage, run Comm's host collective, copy back.
+/// Comm's Request must let this class set its `staged_` slot (a friend), and Comm must bring
+/// these overloads beside its own with using-declarations.
+template <class Comm>
+class StagedDeviceCollectives {
+ public:
+  template <class T>
+  void broadcast(device_span<T> buffer, int root) {
+    auto [host, slot] = staging_->stage(buffer);
+    self().broadcast(host, root);
+    HostStaging::finish(slot);
+  }
+  template <class T>
+  void all_reduce(device_span<T> buffer) {
+    all_reduce_async(buffer).wait();
+  }
+  template <class T>
+  [[nodiscard]] auto all_reduce_async(device_span<T> buffer) {
+    auto [host, slot] = staging_->stage(buffer);
+    auto request = self().all_reduce_async(host);
+    request.staged_ = slot;
+    return request;
+  }
+
+ private:
+  Comm& self() noexcept { return static_cast<Comm&>(*this); }
+  // Shared by copies of one communicator handle, used only by the worker that owns it.
+  std::shared_ptr<HostStaging> staging_ = std::make_shared<HostStaging>();
 };
 
 }  // namespace cocod::comm::detail
