@@ -146,3 +146,21 @@ TEST_CASE("per-round times: compute plus waiting fits in the round; blocking wai
     }
   });
 }
+
+TEST_CASE("the step-level API reports rounds, steps and an agreed stop") {
+  Model model(64, 5, 3);
+  cocod::LocalSGD<Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 3, .batch_size = 8}};
+  opt.begin(model);
+  for (int i = 0; i < 3; ++i) opt.step(model, opt.next_batch());
+  CHECK(opt.round_ended());
+  CHECK(opt.last_round().steps == 3);
+  CHECK(opt.steps_taken() == 3);
+  opt.request_stop();
+  CHECK_FALSE(opt.stop_agreed());  // travels with the next round's average
+  for (int i = 0; i < 3; ++i) opt.step(model, opt.next_batch());
+  CHECK(opt.stop_agreed());
+  CHECK(opt.last_round().round == 1);
+  const auto report = opt.finish(model);
+  CHECK(report.steps == 6);
+  CHECK(report.rounds.size() == 2);
+}

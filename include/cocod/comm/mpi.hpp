@@ -397,25 +397,7 @@ class Engine {
 /// application's own messages.
 class Mpi : public detail::StagedDeviceCollectives<Mpi> {
  public:
-  class Request {
-   public:
-    Request() = default;
-    void wait() {
-      if (engine_) done_ = engine_->wait(ticket_);
-      engine_ = nullptr;
-      detail::HostStaging::finish(std::exchange(staged_, nullptr));
-    }
-    [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
-
-   private:
-    friend class Mpi;
-    friend class detail::StagedDeviceCollectives<Mpi>;
-    Request(mpi_detail::Engine* e, std::uint64_t ticket) : engine_(e), ticket_(ticket) {}
-    mpi_detail::Engine* engine_ = nullptr;
-    std::uint64_t ticket_ = 0;
-    Clock::time_point done_{};
-    detail::HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
-  };
+  using Request = detail::TicketRequest<mpi_detail::Engine>;
 
   /// Initializes MPI (requesting MPI_THREAD_MULTIPLE) unless it is already, and uses
   /// MPI_COMM_WORLD. Throws if the thread level MPI provides is too low for the design.
@@ -461,8 +443,7 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
     if (root < 0 || root >= size())
       throw std::invalid_argument("cocod::comm::Mpi::broadcast: root " + std::to_string(root) + " is not a rank of " +
                                   std::to_string(size()));
-    Request r(engine_.get(), engine_->post(operation(mpi_detail::Op::broadcast, buffer, root)));
-    r.wait();
+    Request(engine_.get(), engine_->post(operation(mpi_detail::Op::broadcast, buffer, root))).wait();
   }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {

@@ -37,26 +37,7 @@ namespace cocod::comm {
 /// is bitwise the same whatever the thread timing.
 class Threads : public detail::StagedDeviceCollectives<Threads> {
  public:
-  class Request {
-   public:
-    Request() = default;
-    void wait() {
-      if (group_) done_ = group_->wait(rank_, ticket_);
-      group_ = nullptr;
-      detail::HostStaging::finish(std::exchange(staged_, nullptr));
-    }
-    [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
-
-   private:
-    friend class Threads;
-    friend class detail::StagedDeviceCollectives<Threads>;
-    Request(detail::Group* g, int rank, std::uint64_t ticket) : group_(g), rank_(rank), ticket_(ticket) {}
-    detail::Group* group_ = nullptr;
-    int rank_ = 0;
-    std::uint64_t ticket_ = 0;
-    Clock::time_point done_{};
-    detail::HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
-  };
+  using Request = detail::TicketRequest<detail::Channel>;
 
   /// Runs fn(Threads) on `workers` threads, rank r on thread r, and returns when all are done.
   /// If a worker throws, the collectives of the others fail with cocod::Aborted instead of
@@ -106,8 +87,7 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
     if (root < 0 || root >= size())
       throw std::invalid_argument("cocod::comm::Threads::broadcast: root " + std::to_string(root) +
                                   " is not a rank of " + std::to_string(size()) + " workers");
-    Request r(group_.get(), rank_, group_->post(rank_, job<T>(detail::Op::broadcast, buffer, root)));
-    r.wait();
+    Request(&group_->channel(rank_), group_->post(rank_, job<T>(detail::Op::broadcast, buffer, root))).wait();
   }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {
@@ -115,7 +95,7 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
   }
   template <Scalar T>
   [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
-    return Request(group_.get(), rank_, group_->post(rank_, job<T>(detail::Op::all_reduce, buffer, 0)));
+    return Request(&group_->channel(rank_), group_->post(rank_, job<T>(detail::Op::all_reduce, buffer, 0)));
   }
 
   /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, in the same

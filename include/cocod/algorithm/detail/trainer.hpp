@@ -262,9 +262,6 @@ class Trainer {
   }
 
   [[nodiscard]] T weight() const noexcept { return static_cast<T>(info_.weight); }
-  [[nodiscard]] std::size_t parameter_count() const noexcept { return info_.parameters; }
-  [[nodiscard]] std::size_t step_in_round() const noexcept { return step_in_round_; }
-  Comm& comm() noexcept { return comm_; }
   typename Update::template State<B, T>& local_update() noexcept { return update_state_; }
 
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);

@@ -86,7 +86,7 @@ class HostStaging {
 
 /// The device_span collectives of a communicator Comm whose own collectives move host memory
 /// (CRTP base of comm::Threads and comm::Mpi): stage, run Comm's host collective, copy back.
-/// Comm's Request must let this class set its `staged_` slot (a friend), and Comm must bring
+/// Comm's Request is a TicketRequest (whose `staged_` slot this class sets), and Comm must bring
 /// these overloads beside its own with using-declarations.
 template <class Comm>
 class StagedDeviceCollectives {

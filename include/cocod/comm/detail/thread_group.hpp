@@ -88,6 +88,13 @@ struct Channel {
   TicketRing<Job> ring;
   bool closing = false;
   std::thread thread;
+
+  /// Blocks until the ticket's collective completed; rethrows its failure.
+  Clock::time_point wait(std::uint64_t ticket) {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return ring.done(ticket); });
+    return ring.result(ticket);
+  }
 };
 
 class Group {
@@ -110,6 +117,7 @@ class Group {
   }
 
   [[nodiscard]] int size() const noexcept { return size_; }
+  Channel& channel(int rank) { return *channels_[static_cast<std::size_t>(rank)]; }
 
   /// Queues a collective of `rank`; returns its ticket.
   std::uint64_t post(int rank, const Job& job) {
@@ -120,14 +128,6 @@ class Group {
     const std::uint64_t ticket = c.ring.push(job);
     c.cv.notify_all();
     return ticket;
-  }
-
-  /// Blocks until the ticket's collective completed; rethrows its failure.
-  Clock::time_point wait(int rank, std::uint64_t ticket) {
-    Channel& c = channel(rank);
-    std::unique_lock lock(c.mutex);
-    c.cv.wait(lock, [&] { return c.ring.done(ticket); });
-    return c.ring.result(ticket);
   }
 
   /// Makes every pending and future collective fail (a worker threw).
@@ -145,8 +145,6 @@ class Group {
   struct Slot {
     Job job;
   };
-
-  Channel& channel(int rank) { return *channels_[static_cast<std::size_t>(rank)]; }
 
   void serve(int rank) {
     Channel& c = channel(rank);

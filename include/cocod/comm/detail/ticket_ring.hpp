@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "cocod/comm/communicator.hpp"
+#include "cocod/comm/detail/host_staging.hpp"
 
 namespace cocod::comm::detail {
 
@@ -69,6 +71,30 @@ struct TicketRing {
   std::array<std::exception_ptr, Capacity> errors{};
   std::uint64_t posted = 0;
   std::uint64_t completed = 0;
+};
+
+/// The request of a collective queued in a TicketRing: `Queue::wait(ticket)` blocks until the
+/// ticket completed and returns when. For device buffers it then copies the staged host result
+/// back (set by StagedDeviceCollectives).
+template <class Queue>
+class TicketRequest {
+ public:
+  TicketRequest() = default;
+  TicketRequest(Queue* queue, std::uint64_t ticket) : queue_(queue), ticket_(ticket) {}
+  void wait() {
+    if (queue_) done_ = queue_->wait(ticket_);
+    queue_ = nullptr;
+    HostStaging::finish(std::exchange(staged_, nullptr));
+  }
+  [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
+
+ private:
+  template <class>
+  friend class StagedDeviceCollectives;
+  Queue* queue_ = nullptr;
+  std::uint64_t ticket_ = 0;
+  Clock::time_point done_{};
+  HostStaging::Slot* staged_ = nullptr;  // device buffers: the host copy to copy back
 };
 
 }  // namespace cocod::comm::detail
