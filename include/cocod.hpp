@@ -16,6 +16,7 @@
 #include "cocod/update/sgd.hpp"
 #include "cocod/schedule/learning_rate.hpp"
 #include "cocod/schedule/fixed.hpp"
+#include "cocod/schedule/adaptive.hpp"
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/local.hpp"

@@ -78,7 +78,7 @@ TEST_CASE_TEMPLATE("each device kernel equals its CPU twin", T, float, double) {
 
   T values[2] = {T(1.5), T(-2)}, back[2] = {};
   cocod::backend::store(cuda{}, cocod::as_span(ds), n - 2, values);
-  cocod::backend::load(cuda{}, cocod::device_span<const T>(cocod::as_span(ds)), n - 2, back);
+  cocod::backend::load(cuda{}, cocod::device_span<const T>(cocod::as_span(ds)), n - 2, std::span<T>(back));
   CHECK(back[0] == T(1.5));
   CHECK(back[1] == T(-2));
 }

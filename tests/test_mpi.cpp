@@ -10,7 +10,9 @@
 #include <boost/mpi/communicator.hpp>
 #endif
 
+#include <chrono>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -158,6 +160,41 @@ TEST_CASE("a stop request on one rank stops all ranks at the same step") {
   world->all_reduce(std::span<double>(steps));
   CHECK(steps[0] == mine * world->size());
   CHECK(mine == 16);
+}
+
+TEST_CASE("an adaptive schedule re-plans the same way on every rank") {
+  // Measurements differ between processes; the plan is computed from their sum in the control
+  // slots, so every rank applies the same periods, and the batch sizes of each round add up.
+  struct Slow : Model {
+    using Model::Model;
+    int delay_us = 0;
+    double loss_and_gradient(std::span<const std::size_t> batch, std::span<double> g) {
+      const double loss = Model::loss_and_gradient(batch, g);
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us * static_cast<int>(batch.size())));
+      return loss;
+    }
+  };
+  Slow model(256, 5, static_cast<std::uint64_t>(world->rank()));
+  const int N = world->size();
+  model.delay_us = world->rank() == N - 1 ? 60 : 20;
+  using S = cocod::schedule::Adaptive<>;
+  cocod::Optimizer<Slow, Mpi, S> opt{*world, {.period = 2, .batch_size = 8}, S{.max_period = 6, .first = 2, .every = 3}};
+  const auto report = opt.optimize(model, cocod::Steps{120});
+  std::vector<double> rounds{static_cast<double>(report.rounds.size())};
+  const double mine = rounds[0];
+  world->all_reduce(std::span<double>(rounds));
+  REQUIRE(rounds[0] == mine * N);
+  std::vector<double> batches, periods;
+  for (const auto& r : report.rounds) {
+    batches.push_back(static_cast<double>(r.batch_size));
+    periods.push_back(static_cast<double>(r.period));
+  }
+  std::vector<double> periods0 = periods;
+  world->all_reduce(std::span<double>(batches));
+  world->broadcast(std::span<double>(periods0), 0);
+  CHECK(periods == periods0);
+  for (double b : batches) CHECK(b == 8.0 * N);
+  if (N > 1 && world->rank() == N - 1) CHECK(report.rounds.back().batch_size < 8);  // the slow rank: a smaller batch
 }
 
 int main(int argc, char** argv) {

@@ -29,6 +29,8 @@ struct RoundStats {
   std::size_t round = 0;          ///< 0-based round index
   std::size_t first_step = 0;     ///< global index of the round's first step
   std::size_t steps = 0;          ///< steps in this round (k, or fewer in a last partial round)
+  std::size_t period = 1;         ///< the round's k (an adaptive schedule may change it)
+  std::size_t batch_size = 1;     ///< this worker's M_i in the round
   double epoch = 0.0;             ///< epochs completed at the round's end
   double learning_rate = 0.0;     ///< learning rate of the round's last step
   double loss = 0.0;              ///< this worker's mean mini-batch loss over the round
@@ -53,13 +55,14 @@ struct Report {
   bool stopped_early = false;  ///< a callback's stop request ended the run
 
   /// Median of a per-round field over full rounds (the last partial round and round 0, whose
-  /// timing includes start-up, are skipped when there are enough rounds).
+  /// timing includes start-up, are skipped when there are enough rounds). With an adaptive
+  /// schedule, call it on the rounds of one period (or per step: see median_per_step).
   template <class Field>
   [[nodiscard]] double median(Field field) const {
     std::vector<double> v;
     const std::size_t skip = rounds.size() > 4 ? 1 : 0;
     for (std::size_t i = skip; i < rounds.size(); ++i)
-      if (rounds[i].steps == info.period || rounds.size() == 1) v.push_back(rounds[i].*field);
+      if (rounds[i].steps == rounds[i].period || rounds.size() == 1) v.push_back(rounds[i].*field);
     if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
     auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
     std::nth_element(v.begin(), mid, v.end());
@@ -69,6 +72,18 @@ struct Report {
   [[nodiscard]] double median_compute_s() const { return median(&RoundStats::compute_s); }
   [[nodiscard]] double median_comm_s() const { return median(&RoundStats::comm_s); }
   [[nodiscard]] double median_wait_s() const { return median(&RoundStats::wait_s); }
+  /// Total of a per-round field over the run, divided by the steps taken (a per-step figure that
+  /// stays meaningful when the period changes).
+  template <class Field>
+  [[nodiscard]] double per_step(Field field) const {
+    double sum = 0.0;
+    std::size_t n = 0;
+    for (const auto& r : rounds) {
+      sum += r.*field;
+      n += r.steps;
+    }
+    return n > 0 ? sum / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+  }
   /// The last consensus loss known (NaN if none).
   [[nodiscard]] double final_loss() const {
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it)

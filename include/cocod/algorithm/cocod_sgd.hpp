@@ -38,7 +38,7 @@ class Optimizer
  private:
   void allocate(std::size_t n) {
     anchor_.resize(n);
-    send_.resize(n + detail::control_slots);
+    send_.resize(n + this->control_size());
     gradient_.resize(n);
   }
   void start(Span x) {
@@ -85,7 +85,7 @@ class Optimizer
   Buffer anchor_, send_, gradient_;
   typename Comm::Request request_{};
   comm::Clock::time_point posted_at_{};
-  std::size_t tag_ = 0;
+  detail::ControlTag tag_{};
   bool in_flight_ = false, needs_post_ = false;
 };
 

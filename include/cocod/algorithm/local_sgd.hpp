@@ -28,7 +28,7 @@ class LocalSGD
  private:
   void allocate(std::size_t n) {
     gradient_.resize(n);
-    send_.resize(n + detail::control_slots);
+    send_.resize(n + this->control_size());
   }
   void start(Span) { averaged_ = true; }
   double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {

@@ -30,7 +30,7 @@ class PipeSGD
 
  private:
   void allocate(std::size_t n) {
-    for (auto& g : gradient_) g.resize(n + detail::control_slots);
+    for (auto& g : gradient_) g.resize(n + this->control_size());
   }
   void start(Span) {
     current_ = 0;
@@ -77,7 +77,7 @@ class PipeSGD
   Buffer gradient_[2];
   typename Comm::Request request_[2]{};
   comm::Clock::time_point posted_at_[2]{};
-  std::size_t tag_[2]{};
+  detail::ControlTag tag_[2]{};
   bool in_flight_[2]{};
   int current_ = 0;
   bool pending_ = false;

@@ -27,7 +27,7 @@ class SyncSGD
   using Base::Base;
 
  private:
-  void allocate(std::size_t n) { reduce_.resize(n + detail::control_slots); }
+  void allocate(std::size_t n) { reduce_.resize(n + this->control_size()); }
   void start(Span) {}
   double compute(Model& model, Span x, std::span<const std::size_t> batch, T) {
     return this->gradient(model, batch, reduce_.first(x.size()));

@@ -33,16 +33,34 @@
 #include "cocod/model/concepts.hpp"
 #include "cocod/options.hpp"
 #include "cocod/report.hpp"
+#include "cocod/schedule/adaptive.hpp"
 #include "cocod/schedule/fixed.hpp"
 #include "cocod/stop.hpp"
 #include "cocod/update/sgd.hpp"
 
 namespace cocod::detail {
 
-/// Each reduced buffer carries two extra slots after the model part:
+/// Each reduced buffer carries extra slots after the model part:
 /// [w_i * (latest complete round's mean loss), stop votes]. Summed, they give every worker the
-/// same consensus loss and the same stop decision without an extra collective.
+/// same consensus loss and the same stop decision without an extra collective. A measuring
+/// schedule (schedule::Adaptive) adds 2N slots, [seconds per sample of worker 0..N-1, seconds
+/// per all-reduce of worker 0..N-1], in which each worker fills its own entries and leaves the
+/// others 0: the sum hands everybody the same measurements.
 inline constexpr std::size_t control_slots = 2;
+
+/// A schedule that re-plans from measurements (see schedule::Adaptive).
+template <class S>
+concept measuring_schedule = requires(const S& s, const Options& o, const schedule::Plan& p,
+                                      const schedule::Measured& m, std::size_t round) {
+  { s.window_closes(round) } -> std::same_as<bool>;
+  { s.replan(o, 0, 1, round, p, m) } -> std::same_as<schedule::Plan>;
+};
+
+/// What the control slots of one reduced buffer carry (every worker writes the same tag).
+struct ControlTag {
+  std::size_t loss_round = static_cast<std::size_t>(-1);  ///< round whose loss they carry, or npos
+  bool measured = false;                                  ///< they carry a measurement window
+};
 
 template <class Derived, class Model, class Comm, class Schedule, class Update>
 class Trainer {
@@ -64,6 +82,8 @@ class Trainer {
   using backend_type = backend_of_model_t<Model>;
   /// Span for host parameters, device_span<T> for device parameters.
   using span_type = span_of_t<Model>;
+  /// True when the schedule measures and re-plans (batch sizes, period) during the run.
+  static constexpr bool adaptive = measuring_schedule<Schedule>;
 
   /// Validates options (std::invalid_argument naming the field) against the communicator.
   Trainer(Comm comm, Options options, Schedule schedule = {}, Update update = {})
@@ -85,12 +105,13 @@ class Trainer {
   void begin(Model& model, const Stop& stop) {
     setup(model);
     total_steps_ = stop.steps(info_.steps_per_epoch, plan_.period);
-    report_.rounds.reserve(total_steps_ / plan_.period + 1);
+    report_.rounds.reserve((adaptive ? total_steps_ : total_steps_ / plan_.period) + 1);
     info_.total_steps = total_steps_;
     report_.info = info_;
   }
 
-  /// This worker's next mini-batch of sample indices (valid until the next call).
+  /// This worker's next mini-batch of sample indices (valid until the next call). Its size is
+  /// the plan's M_i, which an adaptive schedule changes between rounds.
   [[nodiscard]] std::span<const std::size_t> next_batch() {
     sampler_.next(batch_);
     return batch_;
@@ -106,6 +127,8 @@ class Trainer {
       current_ = RoundStats{};
       current_.round = round_;
       current_.first_step = step_;
+      current_.period = plan_.period;
+      current_.batch_size = plan_.batch_size;
       round_start_ = t0;
       loss_sum_ = 0.0;
     }
@@ -187,6 +210,7 @@ class Trainer {
   /// True if the last step() ended a round.
   [[nodiscard]] bool round_ended() const noexcept { return round_ended_; }
   [[nodiscard]] const RoundStats& last_round() const { return report_.rounds.back(); }
+  /// Facts about the run; period, batch_size and weight are those of the current plan.
   [[nodiscard]] const RunInfo& info() const noexcept { return info_; }
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   [[nodiscard]] const Comm& communicator() const noexcept { return comm_; }
@@ -218,6 +242,7 @@ class Trainer {
     const double s = seconds(comm::Clock::now() - t0);
     current_.comm_s += s;
     current_.wait_s += s;
+    ++collectives_;
   }
   /// Posts a non-blocking all-reduce; returns when it was posted.
   [[nodiscard]] auto post(Span buffer, typename Comm::Request& request) {
@@ -231,34 +256,58 @@ class Trainer {
     request.wait();
     current_.wait_s += seconds(comm::Clock::now() - t0);
     current_.comm_s += seconds(request.completed_at() - posted);
+    ++collectives_;
   }
 
   /// The consensus x = sum_j w_j x_j, through `buffer` (model size + control_slots), blocking.
   void average(Span x, Buffer& buffer) {
     backend::scale(B{}, buffer.first(x.size()), x, weight());
-    const auto tag = write_control(buffer.span());
+    const ControlTag tag = write_control(buffer.span());
     all_reduce(buffer.span());
     read_control(buffer.span(), tag);
     backend::copy(B{}, x, buffer.first(x.size()));
   }
 
-  /// Writes the control slots of a buffer about to be reduced; returns the round whose loss
-  /// they carry (every worker computes the same one).
-  std::size_t write_control(Span buffer) {
-    const T values[control_slots] = {ready_round_ == npos ? T(0) : static_cast<T>(info_.weight * ready_loss_),
-                                     vote_ ? T(1) : T(0)};
-    backend::store(B{}, buffer, buffer.size() - control_slots, values);
-    return ready_round_;
+  /// Slots after the model part in every reduced buffer (control_slots, + 2N when adaptive).
+  [[nodiscard]] std::size_t control_size() const noexcept { return control_.size(); }
+
+  /// Writes the control slots of a buffer about to be reduced; returns what they carry (every
+  /// worker computes the same tag). A finished measurement window travels in one buffer only.
+  ControlTag write_control(Span buffer) {
+    std::fill(control_.begin(), control_.end(), T(0));
+    control_[0] = ready_round_ == npos ? T(0) : static_cast<T>(info_.weight * ready_loss_);
+    control_[1] = vote_ ? T(1) : T(0);
+    ControlTag tag{ready_round_, false};
+    if constexpr (adaptive) {
+      if (measurement_ready_) {
+        const auto r = static_cast<std::size_t>(info_.rank), n = static_cast<std::size_t>(info_.workers);
+        control_[control_slots + r] = static_cast<T>(ready_sample_s_);
+        control_[control_slots + n + r] = static_cast<T>(ready_collective_s_);
+        measurement_ready_ = false;
+        tag.measured = true;
+      }
+    }
+    backend::store(B{}, buffer, buffer.size() - control_.size(), std::span<const T>(control_));
+    return tag;
   }
   /// Reads the control slots of a reduced buffer.
-  void read_control(Span buffer, std::size_t loss_round) {
-    T tail[control_slots];
-    backend::load(B{}, buffer, buffer.size() - control_slots, tail);
-    if (loss_round != npos) {
-      consensus_loss_ = static_cast<double>(tail[0]);
-      consensus_round_ = loss_round;
+  void read_control(Span buffer, ControlTag tag) {
+    backend::load(B{}, buffer, buffer.size() - control_.size(), std::span<T>(control_));
+    if (tag.loss_round != npos) {
+      consensus_loss_ = static_cast<double>(control_[0]);
+      consensus_round_ = tag.loss_round;
     }
-    if (tail[1] > T(0)) stop_agreed_ = true;
+    if (control_[1] > T(0)) stop_agreed_ = true;
+    if constexpr (adaptive) {
+      if (tag.measured) {
+        const auto n = static_cast<std::size_t>(info_.workers);
+        for (std::size_t j = 0; j < 2 * n; ++j) measured_[j] = static_cast<double>(control_[control_slots + j]);
+        pending_ = schedule_.replan(options_, info_.rank, info_.workers, info_.total_batch, plan_,
+                                    schedule::Measured{std::span<const double>(measured_).first(n),
+                                                       std::span<const double>(measured_).subspan(n)});
+        has_pending_ = true;
+      }
+    }
   }
 
   [[nodiscard]] T weight() const noexcept { return static_cast<T>(info_.weight); }
@@ -287,6 +336,7 @@ class Trainer {
   }
 
   void close_round() {
+    if constexpr (adaptive) measure_round();
     current_.steps = step_in_round_;
     current_.loss = loss_sum_ / static_cast<double>(step_in_round_);
     current_.learning_rate = lr_;
@@ -298,6 +348,34 @@ class Trainer {
     ++round_;
     step_in_round_ = 0;
     round_ended_ = true;
+    if constexpr (adaptive) {
+      if (has_pending_) apply(pending_);  // every worker at the same round boundary
+    }
+  }
+
+  /// Adds the round to the measurement window; closes the window where the schedule says.
+  void measure_round() {
+    const std::size_t collectives = std::exchange(collectives_, 0);
+    if (round_ == 0) return;  // start-up
+    window_compute_s_ += current_.compute_s;
+    window_samples_ += static_cast<double>(step_in_round_ * plan_.batch_size);
+    window_comm_s_ += current_.comm_s;
+    window_collectives_ += collectives;
+    if (!schedule_.window_closes(round_)) return;
+    ready_sample_s_ = window_compute_s_ / window_samples_;
+    ready_collective_s_ = window_collectives_ > 0 ? window_comm_s_ / static_cast<double>(window_collectives_) : 0.0;
+    measurement_ready_ = true;
+    window_compute_s_ = window_samples_ = window_comm_s_ = 0.0;
+    window_collectives_ = 0;
+  }
+
+  void apply(const schedule::Plan& p) {
+    has_pending_ = false;
+    plan_ = p;
+    info_.period = p.period;
+    info_.batch_size = p.batch_size;
+    info_.weight = static_cast<double>(p.batch_size) / static_cast<double>(info_.total_batch);
+    batch_.resize(p.batch_size);  // within the capacity reserved at set-up
   }
 
   void setup(Model& model) {
@@ -341,7 +419,13 @@ class Trainer {
     info_.steps_per_epoch = sums[1] / sums[0];
 
     sampler_ = BatchSampler(samples, options_.seed, rank);
+    if constexpr (adaptive) batch_.reserve(info_.total_batch);  // the most a re-plan may assign
     batch_.assign(plan_.batch_size, 0);
+    control_.assign(control_slots + (adaptive ? 2 * static_cast<std::size_t>(workers) : 0), T(0));
+    measured_.assign(adaptive ? 2 * static_cast<std::size_t>(workers) : 0, 0.0);
+    collectives_ = window_collectives_ = 0;
+    window_compute_s_ = window_samples_ = window_comm_s_ = 0.0;
+    measurement_ready_ = has_pending_ = false;
     update_state_ = update_.template start<B, T>(options_, x.size());
     self().allocate(x.size());
 
@@ -375,6 +459,14 @@ class Trainer {
   double consensus_loss_ = std::numeric_limits<double>::quiet_NaN();
   std::size_t ready_round_ = npos, consensus_round_ = npos;
   bool running_ = false, vote_ = false, stop_agreed_ = false, round_ended_ = false;
+  std::vector<T> control_;  // staging of the control slots (host)
+  // measuring schedules
+  std::vector<double> measured_;  // everybody's measurements, from the control slots
+  std::size_t collectives_ = 0, window_collectives_ = 0;
+  double window_compute_s_ = 0.0, window_samples_ = 0.0, window_comm_s_ = 0.0;
+  double ready_sample_s_ = 0.0, ready_collective_s_ = 0.0;
+  bool measurement_ready_ = false, has_pending_ = false;
+  schedule::Plan pending_{};
 };
 
 }  // namespace cocod::detail

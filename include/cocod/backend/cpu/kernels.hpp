@@ -102,14 +102,14 @@ void round_end(cpu, std::span<T> x, std::span<T> anchor, std::span<T> send, T w)
 }
 
 /// Writes values into host memory at buffer[offset...] (the control slots of a reduced buffer).
-template <class T, std::size_t N>
-void store(cpu, std::span<T> buffer, std::size_t offset, const T (&values)[N]) {
-  for (std::size_t i = 0; i < N; ++i) buffer[offset + i] = values[i];
+template <class T>
+void store(cpu, std::span<T> buffer, std::size_t offset, std::type_identity_t<std::span<const T>> values) {
+  for (std::size_t i = 0; i < values.size(); ++i) buffer[offset + i] = values[i];
 }
 /// Reads buffer[offset...] into values.
-template <class T, std::size_t N>
-void load(cpu, const_span<T> buffer, std::size_t offset, T (&values)[N]) {
-  for (std::size_t i = 0; i < N; ++i) values[i] = buffer[offset + i];
+template <class T>
+void load(cpu, std::type_identity_t<const_span<T>> buffer, std::size_t offset, std::span<T> values) {
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = buffer[offset + i];
 }
 
 }  // namespace cocod::backend

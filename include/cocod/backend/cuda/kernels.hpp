@@ -13,6 +13,7 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include <cstddef>
+#include <span>
 #include <type_traits>
 
 #include "cocod/backend/device_span.hpp"
@@ -129,14 +130,14 @@ void round_end(cuda, device_span<T> x, device_span<T> anchor, device_span<T> sen
 }
 
 /// Writes host values into device memory at buffer[offset...].
-template <class T, std::size_t N>
-void store(cuda, device_span<T> buffer, std::size_t offset, const T (&values)[N]) {
-  thrust::copy_n(values, N, thrust::device_pointer_cast(buffer.data() + offset));
+template <class T>
+void store(cuda, device_span<T> buffer, std::size_t offset, std::type_identity_t<std::span<const T>> values) {
+  thrust::copy_n(values.data(), values.size(), thrust::device_pointer_cast(buffer.data() + offset));
 }
 /// Reads buffer[offset...] from device memory.
-template <class T, std::size_t N>
-void load(cuda, cuda_kernels::const_span<T> buffer, std::size_t offset, T (&values)[N]) {
-  thrust::copy_n(thrust::device_pointer_cast(buffer.data() + offset), N, values);
+template <class T>
+void load(cuda, std::type_identity_t<cuda_kernels::const_span<T>> buffer, std::size_t offset, std::span<T> values) {
+  thrust::copy_n(thrust::device_pointer_cast(buffer.data() + offset), values.size(), values.data());
 }
 
 }  // namespace cocod::backend
