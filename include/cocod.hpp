@@ -28,6 +28,8 @@
 #include "cocod/callbacks/csv_logger.hpp"
 #include "cocod/callbacks/early_stop.hpp"
 
+#include "cocod/trace/timeline.hpp"
+
 #include "cocod/algorithm/cocod_sgd.hpp"
 #include "cocod/algorithm/sync_sgd.hpp"
 #include "cocod/algorithm/local_sgd.hpp"

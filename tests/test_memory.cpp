@@ -40,10 +40,11 @@ long counted(Comm& comm) {
   return n;
 }
 
-template <template <class...> class Algorithm, class Comm>
-long allocations_during_steps(Comm comm) {
+template <template <class...> class Algorithm, class Comm, class Schedule = cocod::schedule::Fixed<>>
+long allocations_during_steps(Comm comm, Schedule schedule = {}, cocod::trace::Lane* lane = nullptr) {
   Model model(256, 32, 3 + static_cast<std::uint64_t>(comm.rank()));
-  Algorithm<Model, Comm> opt{comm, {.learning_rate = 0.01, .momentum = 0.9, .period = 4, .batch_size = 16}};
+  Algorithm<Model, Comm, Schedule> opt{comm, {.learning_rate = 0.01, .momentum = 0.9, .period = 4, .batch_size = 16}, schedule};
+  opt.trace(lane);
   opt.begin(model, cocod::Steps{200});
   for (int i = 0; i < 8; ++i) opt.step(model, opt.next_batch());  // warm-up: two full rounds
   const long before = counted(comm);
@@ -59,6 +60,14 @@ void check_all(Comm comm) {
   CHECK(allocations_during_steps<cocod::SyncSGD>(comm) == 0);
   CHECK(allocations_during_steps<cocod::LocalSGD>(comm) == 0);
   CHECK(allocations_during_steps<cocod::PipeSGD>(comm) == 0);
+  // re-planning every 2 rounds (batch sizes and period change) and recording a timeline
+  const cocod::schedule::Adaptive<> adaptive{.first = 2, .every = 2};
+  cocod::trace::Lane lane;
+  CHECK(allocations_during_steps<cocod::Optimizer>(comm, adaptive, &lane) == 0);
+  CHECK(allocations_during_steps<cocod::SyncSGD>(comm, adaptive, &lane) == 0);
+  CHECK(allocations_during_steps<cocod::LocalSGD>(comm, adaptive, &lane) == 0);
+  CHECK(allocations_during_steps<cocod::PipeSGD>(comm, adaptive, &lane) == 0);
+  CHECK(lane.events().size() > 4 * 168);
 }
 }  // namespace
 

@@ -36,6 +36,7 @@
 #include "cocod/schedule/adaptive.hpp"
 #include "cocod/schedule/fixed.hpp"
 #include "cocod/stop.hpp"
+#include "cocod/trace/timeline.hpp"
 #include "cocod/update/sgd.hpp"
 
 namespace cocod::detail {
@@ -106,6 +107,7 @@ class Trainer {
     setup(model);
     total_steps_ = stop.steps(info_.steps_per_epoch, plan_.period);
     report_.rounds.reserve((adaptive ? total_steps_ : total_steps_ / plan_.period) + 1);
+    if (lane_) lane_->reserve(lane_->events().size() + 3 * total_steps_ + 8);  // steps, waits, collectives
     info_.total_steps = total_steps_;
     report_.info = info_;
   }
@@ -139,7 +141,9 @@ class Trainer {
     loss_sum_ += loss;
     if (step_in_round_ + 1 == plan_.period) mark_round_loss_ready(step_in_round_ + 1);
     self().communicate(x, static_cast<scalar_type>(lr_));
-    current_.compute_s += seconds(comm::Clock::now() - t0) - (current_.wait_s - waited_before);
+    const auto t1 = comm::Clock::now();
+    current_.compute_s += seconds(t1 - t0) - (current_.wait_s - waited_before);
+    if (lane_) lane_->record(trace::Kind::step, step_, t0, t1);
     ++step_;
     ++step_in_round_;
     round_ended_ = false;
@@ -205,6 +209,10 @@ class Trainer {
   /// at the first round end after every worker has received it (the next round, or two for
   /// Pipe-SGD), so all workers stop at the same step.
   void request_stop() noexcept { vote_ = true; }
+  /// Records this worker's steps, waits and collectives into `lane` (nullptr: stop recording).
+  /// Set it before begin(); see cocod/trace/timeline.hpp for the Chrome trace.
+  void trace(trace::Lane* lane) noexcept { lane_ = lane; }
+
   /// True once a stop request of any worker has reached this worker.
   [[nodiscard]] bool stop_agreed() const noexcept { return stop_agreed_; }
   /// True if the last step() ended a round.
@@ -239,10 +247,15 @@ class Trainer {
   void all_reduce(Span buffer) {
     const auto t0 = comm::Clock::now();
     comm_.all_reduce(buffer);
-    const double s = seconds(comm::Clock::now() - t0);
+    const auto t1 = comm::Clock::now();
+    const double s = seconds(t1 - t0);
     current_.comm_s += s;
     current_.wait_s += s;
     ++collectives_;
+    if (lane_) {
+      lane_->record(trace::Kind::all_reduce, step_, t0, t1);
+      lane_->record(trace::Kind::wait, step_, t0, t1);
+    }
   }
   /// Posts a non-blocking all-reduce; returns when it was posted.
   [[nodiscard]] auto post(Span buffer, typename Comm::Request& request) {
@@ -254,9 +267,14 @@ class Trainer {
   void await(typename Comm::Request& request, comm::Clock::time_point posted) {
     const auto t0 = comm::Clock::now();
     request.wait();
-    current_.wait_s += seconds(comm::Clock::now() - t0);
+    const auto t1 = comm::Clock::now();
+    current_.wait_s += seconds(t1 - t0);
     current_.comm_s += seconds(request.completed_at() - posted);
     ++collectives_;
+    if (lane_) {
+      lane_->record(trace::Kind::all_reduce, step_, posted, request.completed_at());
+      lane_->record(trace::Kind::wait, step_, t0, t1);
+    }
   }
 
   /// The consensus x = sum_j w_j x_j, through `buffer` (model size + control_slots), blocking.
@@ -467,6 +485,7 @@ class Trainer {
   double ready_sample_s_ = 0.0, ready_collective_s_ = 0.0;
   bool measurement_ready_ = false, has_pending_ = false;
   schedule::Plan pending_{};
+  trace::Lane* lane_ = nullptr;
 };
 
 }  // namespace cocod::detail
