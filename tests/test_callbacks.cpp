@@ -115,8 +115,8 @@ TEST_CASE("CsvLogger writes a header and one row per round; a bad path is named"
   std::vector<std::string> lines;
   while (std::getline(in, line)) lines.push_back(line);
   REQUIRE(lines.size() == 7);
-  CHECK(lines[0].rfind("algorithm,rank,round,first_step,steps,epoch", 0) == 0);
-  CHECK(lines[1].rfind("CoCoD-SGD,0,0,0,2,", 0) == 0);
+  CHECK(lines[0].rfind("algorithm,rank,round,first_step,steps,period,batch_size,epoch", 0) == 0);
+  CHECK(lines[1].rfind("CoCoD-SGD,0,0,0,2,2,8,", 0) == 0);
   std::remove(path.c_str());
 
   cocod::Optimizer<Model, cocod::comm::Local> opt2{cocod::comm::Local{}, {}};

@@ -19,19 +19,38 @@ namespace fmnist {
 using Matrix = Eigen::MatrixXf;
 using Vector = Eigen::VectorXf;
 
-/// Samples as columns scaled to [0, 1], and their labels.
+/// How pixels become inputs: (p / 255 - mean) / deviation.
+struct Scaling {
+  float mean = 0.0f, deviation = 1.0f;
+};
+
+/// The training set's pixel mean and standard deviation (of p / 255), so that inputs are centred
+/// and of unit variance (an MLP learns faster on them than on [0, 1]).
+inline Scaling standardize(const idx::Dataset& d) {
+  double sum = 0, squares = 0;
+  for (std::uint8_t p : d.images) {
+    const double v = p / 255.0;
+    sum += v;
+    squares += v * v;
+  }
+  const double n = static_cast<double>(d.images.size());
+  const double mean = sum / n;
+  return {static_cast<float>(mean), static_cast<float>(std::sqrt(std::max(1e-12, squares / n - mean * mean)))};
+}
+
+/// Samples as columns (scaled pixels), and their labels.
 struct Shard {
   Matrix x;
   std::vector<int> y;
   [[nodiscard]] std::size_t size() const { return y.size(); }
 };
 
-inline Shard to_shard(const idx::Dataset& d, const std::vector<std::size_t>& which) {
+inline Shard to_shard(const idx::Dataset& d, const std::vector<std::size_t>& which, Scaling scaling = {}) {
   Shard s{Matrix(static_cast<Eigen::Index>(d.pixels), static_cast<Eigen::Index>(which.size())), {}};
   s.y.reserve(which.size());
   for (std::size_t j = 0; j < which.size(); ++j) {
     const std::uint8_t* p = &d.images[which[j] * d.pixels];
-    for (std::size_t i = 0; i < d.pixels; ++i) s.x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = p[i] / 255.0f;
+    for (std::size_t i = 0; i < d.pixels; ++i) s.x(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = (p[i] / 255.0f - scaling.mean) / scaling.deviation;
     s.y.push_back(d.labels[which[j]]);
   }
   return s;
@@ -39,7 +58,7 @@ inline Shard to_shard(const idx::Dataset& d, const std::vector<std::size_t>& whi
 
 /// Worker `rank`'s part of the training set: a random (IID) split, or with by_label a split in
 /// which each worker mostly sees a few classes (samples sorted by label, dealt in contiguous runs).
-inline Shard shard(const idx::Dataset& d, int rank, int workers, bool by_label, std::uint64_t seed) {
+inline Shard shard(const idx::Dataset& d, int rank, int workers, bool by_label, std::uint64_t seed, Scaling scaling = {}) {
   std::vector<std::size_t> order(d.count);
   std::iota(order.begin(), order.end(), std::size_t{0});
   cocod::Rng rng(seed);
@@ -48,7 +67,7 @@ inline Shard shard(const idx::Dataset& d, int rank, int workers, bool by_label, 
   const std::size_t n = d.count / static_cast<std::size_t>(workers);
   std::vector<std::size_t> mine(order.begin() + static_cast<long>(n * static_cast<std::size_t>(rank)),
                                 order.begin() + static_cast<long>(n * static_cast<std::size_t>(rank + 1)));
-  return to_shard(d, mine);
+  return to_shard(d, mine, scaling);
 }
 
 /// Softmax cross-entropy of logits Z (10 x M) against labels: returns the mean loss and turns Z

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The flagship example end to end, briefly: every algorithm, both samplings, a slowed worker,
+# the automatic period, the curve (CSV) and the Chrome trace; checks what it prints and writes.
+#   fashion_mnist_smoke.sh PATH/TO/fashion_mnist WORKDIR
+set -euo pipefail
+exe="$1" dir="$2"
+mkdir -p "$dir"
+out=$("$exe" --algo all --workers 2 --epochs 0.2 --period auto --slowdown 1:2 --sampling equal,proportional \
+  --curve "$dir/curve.csv" --curve-every 0.1 --trace "$dir/trace.json" --brief --no-progress)
+echo "$out"
+fail() { echo "FAILED: $*" >&2; exit 1; }
+for row in "CoCoD-SGD (eq)" "S-SGD (prop)" "Local-SGD (prop)" "Pipe-SGD (eq)"; do
+  grep -q "^  $row " <<<"$out" || fail "no table row for $row"
+done
+grep -q "# worker 1 is 2 times slower" <<<"$out" || fail "the slowdown is not reported"
+grep -q "batch sizes of the last round" <<<"$out" || fail "no batch sizes for proportional sampling"
+[ "$(head -1 "$dir/curve.csv")" = "algorithm,sampling,epoch,wall_s,test_accuracy" ] || fail "curve header"
+[ "$(grep -c '^CoCoD-SGD,proportional,' "$dir/curve.csv")" -ge 2 ] || fail "curve has too few CoCoD points"
+head -c 40 "$dir/trace.json" | grep -q '^{"displayTimeUnit":"ms","traceEvents":\[' || fail "trace header"
+[ "$(tail -c 3 "$dir/trace.json")" = "]}"$'\n' ] 2>/dev/null || [ "$(tail -n 1 "$dir/trace.json")" = "]}" ] || fail "trace is not closed"
+grep -q '"name":"Pipe-SGD (proportional)"' "$dir/trace.json" || fail "trace lacks a run"
+# bad input: the message names the problem
+if "$exe" --slowdown 5:2 --workers 2 --epochs 0.01 --no-progress 2>"$dir/err.txt"; then fail "--slowdown 5:2 accepted"; fi
+grep -q "does not exist (2 workers" "$dir/err.txt" || fail "bad --slowdown message: $(cat "$dir/err.txt")"
+echo "fashion_mnist smoke: OK"
