@@ -6,7 +6,8 @@
 // only inside MPI calls. comm::Mpi therefore supplies the progress, by one of three designs
 // (docs/mpi.md compares them on a shaped link):
 //   MpiProgress::polling_thread   a communication thread posts non-blocking collectives and
-//                                 polls MPI_Test, sleeping between polls (default)
+//                                 polls MPI_Test, sleeping between polls while workers compute
+//                                 and not at all while one waits for a collective (default)
 //   MpiProgress::blocking_thread  a communication thread that waits in MPI_Wait (Open MPI spins
 //                                 there, taking a core from the computation)
 //   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
@@ -25,8 +26,11 @@
 #endif
 #include <mpi.h>
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -205,14 +209,38 @@ class Engine {
     return ticket;
   }
 
+  /// A blocking collective: with nothing in flight, the calling thread runs it itself (no
+  /// hand-off to the communication thread and back, which costs tens of microseconds); else it
+  /// queues behind the others and waits. Rethrows its failure.
+  void run(const Operation& op) {
+    std::unique_lock lock(mutex_);
+    if (options_.progress == MpiProgress::caller || ring_.pending()) {
+      lock.unlock();
+      wait(post(op));
+      return;
+    }
+    // The communication thread waits for the lock we hold; MPI's blocking collectives are its
+    // best-tuned ones (the rank-ordered sum stays the same, so results are bitwise unchanged).
+    Operation job = op;
+    if (job.is_double)
+      execute_blocking<double>(job);
+    else
+      execute_blocking<float>(job);
+  }
+
   /// Blocks until the ticket's collective completed; rethrows its failure.
   Clock::time_point wait(std::uint64_t ticket) {
     std::unique_lock lock(mutex_);
     if (options_.progress == MpiProgress::caller) {
       while (!ring_.done(ticket)) complete_head(lock, true);
       if (ring_.pending()) advance_head(lock, false);  // start the next one now (Pipe-SGD)
-    } else {
+    } else if (!ring_.done(ticket)) {
+      // Somebody waits: the polling thread stops sleeping between MPI_Test calls until the
+      // collective completes (nothing else runs on this worker meanwhile).
+      ++waiters_;
+      cv_.notify_all();
       cv_.wait(lock, [&] { return ring_.done(ticket); });
+      --waiters_;
     }
     return ring_.result(ticket);
   }
@@ -264,7 +292,14 @@ class Engine {
           const bool done = op.is_double ? advance<double>(op, block) : advance<float>(op, block);
           if (done) break;
           if (op.stage != stage) pause = options_.poll_min;  // a new stage starts fast again
-          std::this_thread::sleep_for(pause);
+          if (waiters_.load(std::memory_order_relaxed) > 0) {
+            std::this_thread::yield();  // a worker is blocked on a collective: poll at once
+            continue;
+          }
+          {  // sleep, but wake as soon as a worker starts waiting
+            std::unique_lock lock(mutex_);
+            cv_.wait_for(lock, pause, [&] { return waiters_.load(std::memory_order_relaxed) > 0 || closing_; });
+          }
           pause = std::min(2 * pause, options_.poll_interval);
         }
       } catch (...) {
@@ -323,6 +358,26 @@ class Engine {
     }
   }
 
+  template <class T>
+  void execute_blocking(Operation& op) {
+    const MPI_Datatype type = datatype<T>();
+    T* data = static_cast<T*>(op.data);
+    const int n = checked_count(op.count);
+    if (op.op == Op::broadcast) {
+      check(MPI_Bcast(data, n, type, op.root, comm_), "MPI_Bcast");
+    } else if (!options_.deterministic || size_ == 1) {
+      check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_), "MPI_Allreduce");
+    } else {
+      prepare_reduce_scatter<T>(op.count);
+      check(MPI_Alltoallv(data, counts_.data(), displs_.data(), type, scratch_.data(), recv_counts_.data(),
+                          recv_displs_.data(), type, comm_),
+            "MPI_Alltoallv");
+      sum_own_slice<T>(data, op.count);
+      check(MPI_Allgatherv(MPI_IN_PLACE, 0, type, data, counts_.data(), displs_.data(), type, comm_),
+            "MPI_Allgatherv");
+    }
+  }
+
   static int checked_count(std::size_t n) {
     if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
       throw std::invalid_argument("cocod::comm::Mpi: buffers of more than 2^31-1 elements are not supported");
@@ -341,6 +396,15 @@ class Engine {
 
   template <class T>
   void start_reduce_scatter(T* data, std::size_t n, MPI_Datatype type, MPI_Request& request) {
+    prepare_reduce_scatter<T>(n);
+    check(MPI_Ialltoallv(data, counts_.data(), displs_.data(), type, scratch_.data(), recv_counts_.data(),
+                         recv_displs_.data(), type, comm_, &request),
+          "MPI_Ialltoallv");
+  }
+
+  // Slices, receive counts and the scratch space of the reduce-scatter (an all-to-all).
+  template <class T>
+  void prepare_reduce_scatter(std::size_t n) {
     layout(n);
     const auto r = static_cast<std::size_t>(rank_);
     const int mine = counts_[r];
@@ -350,9 +414,6 @@ class Engine {
     }
     const std::size_t bytes = static_cast<std::size_t>(mine) * counts_.size() * sizeof(T);
     if (scratch_.size() < bytes) scratch_.resize(bytes);
-    check(MPI_Ialltoallv(data, counts_.data(), displs_.data(), type, scratch_.data(), recv_counts_.data(),
-                         recv_displs_.data(), type, comm_, &request),
-          "MPI_Ialltoallv");
   }
 
   template <class T>
@@ -360,11 +421,14 @@ class Engine {
     const auto r = static_cast<std::size_t>(rank_);
     const auto mine = static_cast<std::size_t>(counts_[r]);
     const T* parts = reinterpret_cast<const T*>(scratch_.data());
-    T* out = data + displs_[r];
-    for (std::size_t j = 0; j < mine; ++j) out[j] = parts[j];
-    for (std::size_t q = 1; q < counts_.size(); ++q) {
-      const T* part = parts + q * mine;
-      for (std::size_t j = 0; j < mine; ++j) out[j] += part[j];
+    // (parts[0] + parts[1]) + parts[2] ... in rank order, in cache-sized blocks, vectorized
+    using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+    constexpr std::size_t block = 4096;
+    for (std::size_t b = 0; b < mine; b += block) {
+      const auto len = static_cast<Eigen::Index>(std::min(block, mine - b));
+      Eigen::Map<Vec> out(data + displs_[r] + b, len);
+      out = Eigen::Map<const Vec>(parts + b, len);
+      for (std::size_t q = 1; q < counts_.size(); ++q) out += Eigen::Map<const Vec>(parts + q * mine + b, len);
     }
   }
 
@@ -378,6 +442,7 @@ class Engine {
   std::condition_variable cv_;
   comm::detail::TicketRing<Operation> ring_;
   bool closing_ = false;
+  std::atomic<int> waiters_{0};  // workers blocked in wait(): the polling thread polls without sleeping
   std::thread thread_;
 };
 
@@ -443,11 +508,11 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
     if (root < 0 || root >= size())
       throw std::invalid_argument("cocod::comm::Mpi::broadcast: root " + std::to_string(root) + " is not a rank of " +
                                   std::to_string(size()));
-    Request(engine_.get(), engine_->post(operation(mpi_detail::Op::broadcast, buffer, root))).wait();
+    engine_->run(operation(mpi_detail::Op::broadcast, buffer, root));
   }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {
-    all_reduce_async(buffer).wait();
+    engine_->run(operation(mpi_detail::Op::all_reduce, buffer, 0));
   }
   template <Scalar T>
   [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {

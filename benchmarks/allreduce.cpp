@@ -1,0 +1,106 @@
+// comm::Mpi's all-reduce against raw MPI_Allreduce on the same bytes (float sums), in the style
+// of nccl-tests' all_reduce_perf.
+//
+//   mpiexec -n N allreduce [--min-bytes 4096] [--max-bytes 268435456] [--csv FILE]
+//
+// Variants, interleaved within each repeat: raw MPI_Allreduce (in place), cocod's default
+// rank-ordered all-reduce (bitwise the same on every run and as comm::Threads), and cocod with
+// MPI's own all-reduce (MpiOptions::deterministic = false). Time of one operation = the slowest
+// rank's, median over repeats. algbw = bytes / time; busbw = algbw * 2(n-1)/n (the ring's load
+// per link, comparable across n). Correctness: every result is checked element by element.
+#include <cocod.hpp>
+#include <cocod/comm/mpi.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/table.hpp"
+
+namespace {
+void fill(std::vector<float>& v, int rank) {
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(rank + 1) * static_cast<float>(i % 7 + 1);
+}
+bool check(const std::vector<float>& v, int n) {
+  const float ranks = static_cast<float>(n * (n + 1) / 2);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] != ranks * static_cast<float>(i % 7 + 1)) return false;
+  return true;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t min_bytes = 4096, max_bytes = 256u << 20;
+  std::string csv;
+  cocod::comm::Mpi world(argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--min-bytes" && i + 1 < argc) min_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--max-bytes" && i + 1 < argc) max_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+    else {
+      if (world.rank() == 0)
+        std::fprintf(stderr, "usage: mpiexec -n N %s [--min-bytes B] [--max-bytes B] [--csv FILE]\n", argv[0]);
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  const int n = world.size(), rank = world.rank();
+  cocod::comm::Mpi native(MPI_COMM_WORLD, {.deterministic = false});
+  const bool prints = rank == 0;
+  std::unique_ptr<bench::Table> table;
+  if (prints)
+    table = std::make_unique<bench::Table>(
+        "all-reduce of float sums: raw MPI_Allreduce vs cocod::comm::Mpi (rank-ordered) and cocod with MPI's own "
+        "all-reduce; " + std::to_string(n) + " ranks; medians over repeats; " + bench::today(),
+        std::vector<bench::Column>{{"size", "B", 10, 0}, {"count", "elements", 9, 0}, {"repeats", "", 7, 0},
+                                   {"raw_time", "us", 10, 1}, {"raw_busbw", "GB/s", 9, 3},
+                                   {"cocod_time", "us", 10, 1}, {"cocod_busbw", "GB/s", 11, 3},
+                                   {"native_time", "us", 11, 1}, {"native_busbw", "GB/s", 12, 3},
+                                   {"cocod/raw", "speed", 9, 3}, {"native/raw", "speed", 10, 3}, {"correct", "", 7, -1}},
+        csv);
+  double worst = 1e9;
+  for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<float> v(count);
+    const int repeats = static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 30) / bytes, 5, 50));
+    std::vector<double> t[3];
+    bool ok = true;
+    for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
+      for (int variant = 0; variant < 3; ++variant) {
+        fill(v, rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (variant == 0) MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else if (variant == 1) world.all_reduce(std::span<float>(v));
+        else native.all_reduce(std::span<float>(v));
+        double s = bench::seconds_since(t0);
+        MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);  // the slowest rank
+        if (r >= 0) t[variant].push_back(s);
+        ok = ok && check(v, n);
+      }
+    }
+    int all_ok = ok ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!prints) continue;
+    const double raw = bench::median(t[0]), det = bench::median(t[1]), nat = bench::median(t[2]);
+    const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+    auto busbw = [&](double s) { return static_cast<double>(bytes) / s / 1e9 * factor; };
+    if (bytes >= (1u << 20)) worst = std::min(worst, raw / det);
+    table->row({table->number(0, static_cast<double>(bytes)), table->number(1, static_cast<double>(count)),
+                std::to_string(repeats), table->number(3, raw * 1e6), table->number(4, busbw(raw)),
+                table->number(5, det * 1e6), table->number(6, busbw(det)), table->number(7, nat * 1e6),
+                table->number(8, busbw(nat)), table->number(9, raw / det), table->number(10, raw / nat),
+                all_ok ? "OK" : "WRONG"},
+               all_ok == 1);
+  }
+  if (!prints) return 0;
+  std::printf("# target: cocod >= 0.95 of raw speed from 1 MiB up (the lowest there: %.3f): %s\n", worst,
+              worst >= 0.95 ? "met" : "NOT met");
+  return table->finish("all-reduce");
+}
