@@ -63,6 +63,7 @@ struct Args {
   std::string curve;             // CSV of the metrics against wall time
   double curve_every = 0.5;      // epochs between two points of the curve
   bool brief = false;            // the short table (the demo's)
+  double comm_ratio = 1.0;       // --compute-ratio: with --latency auto, m = k*c / comm_ratio
 };
 
 [[noreturn]] inline void usage_error(const std::string& program, const std::string& message) {
@@ -133,6 +134,7 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
           "                     --latency is given)\n"
           "  --latency US|auto  link latency in microseconds; 'auto' picks it so that one all-reduce\n"
           "                     costs about K local steps (default: %s)\n"
+          "  --compute-ratio R  with --latency auto: one all-reduce costs K local steps / R (default: 1)\n"
           "  --mpi-progress P   polling_thread, blocking_thread or caller (default: polling_thread)\n"
           "  --mpi-poll-us US   the polling thread's longest sleep between MPI_Test calls (default: 500)\n"
           "  --mpi-native       MPI's own all-reduce (not bitwise equal to --comm threads)\n"
@@ -244,6 +246,8 @@ inline Args parse(int argc, char** argv, const char* what, Args defaults) {
       a.seed = static_cast<std::uint64_t>(integer(flag, value(i, flag), 0));
     } else if (flag == "--csv") {
       a.csv = value(i, flag);
+    } else if (flag == "--compute-ratio") {
+      a.comm_ratio = number(flag, value(i, flag), 1e-3);
     } else if (flag == "--brief") {
       a.brief = true;
     } else if (flag == "--no-progress") {
@@ -594,7 +598,7 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
   const double step_s = measure_step_seconds(runner, args, make);
   if (!args.latency_us) {
     // one all-reduce ~ k local steps: solve 2(N-1) alpha + 2(N-1)/N S/beta = k c for alpha
-    const double target = static_cast<double>(args.period) * step_s;
+    const double target = static_cast<double>(args.period) * step_s / args.comm_ratio;
     const double bandwidth_part = link.all_reduce_seconds(bytes, workers);
     link.latency = workers > 1 ? std::max(0.0, (target - bandwidth_part) / (2.0 * (workers - 1))) : 0.0;
   }
@@ -607,7 +611,8 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
       if (args.slowdown[r] != 1.0) std::printf("# worker %zu is %g times slower\n", r, args.slowdown[r]);
     if (throttle)
       std::printf("# link: %g Gbit/s, latency %.1f us%s -> one all-reduce m = %.3f ms; one local step c = %.3f ms\n",
-                  args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c)", m * 1e3, step_s * 1e3);
+                  args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c / compute-ratio)", m * 1e3,
+                  step_s * 1e3);
     else
       std::printf("# link: the MPI job's own network (progress: %s%s); one local step c = %.3f ms\n",
                   args.mpi_progress.c_str(), args.mpi_native ? ", native all-reduce" : "", step_s * 1e3);

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# cocod against what users would pick instead, side by side in one run on the same tbf-shaped
+# 1 Gbit/s loopback: 4 workers, the Fashion-MNIST MLP, the same data order, batch sizes,
+# learning rate and schedule; cocod over MPI (one process per worker), PyTorch 1.13 (Debian's
+# python3-torch, CPU, gloo, one thread per process). Time per epoch and time to TARGET accuracy.
+#
+#   benchmarks/peers/run.sh [OUT_DIR]      (root; BUILD=build/bench, WORKERS=4, TARGET=0.88)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/common.sh"
+out="${1:-$COCOD_ROOT/results/benchmarks}"
+build="${BUILD:-$COCOD_ROOT/build/bench}"
+workers="${WORKERS:-4}"
+target="${TARGET:-0.88}"
+exe="$build/examples/fashion_mnist/fashion_mnist"
+[ -x "$exe" ] || { echo "peers/run.sh: no $exe (benchmarks/run builds it)" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "# peers: skipped (the tbf-shaped link needs root)"; exit 0; }
+ensure_packages python3-torch
+mkdir -p "$out"
+curve="$out/peers_curve.csv"
+rm -f "$curve"
+link=("$COCOD_ROOT/scripts/shaped-link" --rate 1gbit --burst 256kb --)
+
+echo "# cocod vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
+timeout 1800 "${link[@]}" mpiexec --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo \
+  -n "$workers" "$exe" --comm mpi --algo cocod,local,ssgd --period auto --no-progress --curve "$curve" \
+  --curve-every 0.5 >"$out/peers_cocod.txt" 2>/dev/null
+k=$(awk '$1 == "Local-SGD" { print $4 }' "$out/peers_cocod.txt")
+echo "# cocod's Local-SGD chose k = $k; PyTorch's PostLocalSGD uses the same period"
+for algo in ddp postlocal; do
+  timeout 1800 "${link[@]}" /usr/bin/python3 "$COCOD_ROOT/benchmarks/peers/torch_mlp.py" --algo "$algo" \
+    --workers "$workers" --period "$k" --curve "$curve" 2>&1 | grep -v "^# shaped link"
+done
+
+awk -F, -v target="$target" -v csv="$out/peers.csv" '
+  NR > 1 && $1 != "algorithm" {
+    a = $1; if (!(a in seen)) { seen[a] = 1; order[++n] = a }
+    if ($5 >= target && !(a in hit)) hit[a] = $4
+    final[a] = $5; wall[a] = $4; epochs[a] = $3
+  }
+  END {
+    printf "# %-22s %9s %10s %9s %10s\n", "run", "s/epoch", "to_target", "final", "vs_torch"
+    printf "# %-22s %9s %10s %9s %10s\n", "", "s", "s", "", "PostLocal"
+    print "run,s_per_epoch,time_to_target_s,final_accuracy,speedup_vs_postlocal" > csv
+    ref = hit["PyTorch PostLocalSGD"]
+    for (i = 1; i <= n; i++) {
+      a = order[i]; t = (a in hit) ? hit[a] : -1
+      s = (ref > 0 && t > 0) ? sprintf("%.2f", ref / t) : "-"
+      shown = (t > 0) ? sprintf("%.2f", t) : "not met"
+      printf "  %-22s %9.2f %10s %9.4f %10s\n", a, wall[a] / epochs[a], shown, final[a], s
+      printf "%s,%.3f,%s,%.4f,%s\n", a, wall[a] / epochs[a], (t > 0) ? t : "", final[a], s >> csv
+    }
+    if (!(ref > 0 && hit["CoCoD-SGD"] > 0 && ref / hit["CoCoD-SGD"] >= 2)) bad = 1
+    printf "# target: cocod CoCoD-SGD >= 2x faster to %s than PyTorch PostLocalSGD: %s\n", target, bad ? "NOT met" : "met"
+  }' "$curve"
+echo "# csv: $out/peers.csv, curves: $curve"
+echo "# peers: OK (every run completed)"

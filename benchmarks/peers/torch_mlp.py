@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""What users would pick instead: the Fashion-MNIST MLP of examples/fashion_mnist with PyTorch's
+DistributedDataParallel (S-SGD) or PostLocalSGDOptimizer + PeriodicModelAverager (Local-SGD),
+gloo backend, one process per worker, one thread each, as cocod's in-process or MPI workers.
+
+The same as the cocod example: 784-256-128-10 with ReLU, softmax cross-entropy. It uses the same
+He-uniform initial weights from cocod::Rng(seed) in Eigen's column-major order, the same
+standardized inputs and the same IID shards. Each worker draws the same batches: cocod's
+BatchSampler with the same shuffles. The optimizer is the same too: lr with cosine decay over the
+run, momentum 0.9, batch 64 per worker. Every half epoch rank 0's parameters are copied and
+evaluated after the run, off the clock. The last point is the final model.
+
+  torch_mlp.py --algo ddp|postlocal --workers N [--period K] [--epochs E] [--curve FILE]
+Run it inside scripts/shaped-link to put gloo on the tbf-shaped loopback.
+"""
+import argparse
+import gzip
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+MASK = (1 << 64) - 1
+
+
+class Rng:
+    """cocod::Rng: xoshiro256** seeded through splitmix64; below() is Lemire's method."""
+
+    def __init__(self, seed):
+        self.s = []
+        x = seed & MASK
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & MASK
+            z = x
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+            self.s.append(z ^ (z >> 31))
+
+    @staticmethod
+    def rotl(x, k):
+        return ((x << k) | (x >> (64 - k))) & MASK
+
+    def next(self):
+        s = self.s
+        result = (self.rotl((s[1] * 5) & MASK, 7) * 9) & MASK
+        t = (s[1] << 17) & MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = self.rotl(s[3], 45)
+        return result
+
+    def below(self, bound):
+        m = self.next() * bound
+        low = m & MASK
+        if low < bound:
+            threshold = ((1 << 64) - bound) % bound
+            while low < threshold:
+                m = self.next() * bound
+                low = m & MASK
+        return m >> 64
+
+    def uniform(self):
+        return (self.next() >> 11) * 2.0 ** -53
+
+
+class BatchSampler:
+    """cocod::BatchSampler: a fresh permutation per pass, batches taken in order across passes."""
+
+    def __init__(self, samples, seed, rank):
+        self.rng = Rng(seed ^ ((0x5851F42D4C957F2D * (rank + 1)) & MASK))
+        self.order = list(range(samples))
+        self.shuffle()
+        self.position = 0
+
+    def shuffle(self):
+        o = self.order
+        for i in range(len(o), 1, -1):
+            j = self.rng.below(i)
+            o[i - 1], o[j] = o[j], o[i - 1]
+
+    def next(self, size):
+        batch = []
+        for _ in range(size):
+            if self.position == len(self.order):
+                self.shuffle()
+                self.position = 0
+            batch.append(self.order[self.position])
+            self.position += 1
+        return batch
+
+
+def load_idx(images, labels):
+    with gzip.open(images) as f:
+        magic, n, rows, cols = struct.unpack(">IIII", f.read(16))
+        assert magic == 2051, images + ": bad magic"
+        x = np.frombuffer(f.read(), dtype=np.uint8).reshape(n, rows * cols)
+    with gzip.open(labels) as f:
+        magic, m = struct.unpack(">II", f.read(8))
+        assert magic == 2049 and m == n, labels + ": bad magic or count"
+        y = np.frombuffer(f.read(), dtype=np.uint8).astype(np.int64)
+    return x, y
+
+
+def shard(n, rank, workers, seed):
+    """examples/fashion_mnist/models.hpp: shard() (IID)."""
+    order = list(range(n))
+    rng = Rng(seed)
+    for i in range(n, 1, -1):
+        j = rng.below(i)
+        order[i - 1], order[j] = order[j], order[i - 1]
+    per = n // workers
+    return order[per * rank: per * (rank + 1)]
+
+
+def network(seed):
+    sizes = [784, 256, 128, 10]
+    layers = []
+    rng = Rng(seed)
+    for l in range(3):
+        lin = torch.nn.Linear(sizes[l], sizes[l + 1])
+        a = math.sqrt(6.0 / sizes[l])
+        # cocod fills W (out x in) in Eigen's column-major order
+        w = np.array([(rng.uniform() * 2 - 1) * a for _ in range(sizes[l] * sizes[l + 1])], dtype=np.float32)
+        lin.weight.data = torch.from_numpy(w.reshape(sizes[l], sizes[l + 1]).T.copy())
+        lin.bias.data.zero_()
+        layers += [lin, torch.nn.ReLU()] if l < 2 else [lin]
+    return torch.nn.Sequential(*layers)
+
+
+def worker(rank, args, port):
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=args.workers)
+    d = args.data
+    x, y = load_idx(d + "/train-images-idx3-ubyte.gz", d + "/train-labels-idx1-ubyte.gz")
+    tx, ty = load_idx(d + "/t10k-images-idx3-ubyte.gz", d + "/t10k-labels-idx1-ubyte.gz")
+    v = x.astype(np.float64) / 255.0
+    mean, dev = v.mean(), v.std()
+    mine = shard(len(y), rank, args.workers, args.seed)
+    X = torch.from_numpy(((x[mine] / 255.0 - mean) / dev).astype(np.float32))
+    Y = torch.from_numpy(y[mine])
+    TX = torch.from_numpy(((tx / 255.0 - mean) / dev).astype(np.float32))
+    TY = torch.from_numpy(ty)
+
+    model = network(args.seed)
+    steps_per_epoch = len(mine) * args.workers / (args.batch * args.workers)
+    total = math.ceil(args.epochs * steps_per_epoch)
+    if args.algo == "ddp":
+        net = torch.nn.parallel.DistributedDataParallel(model)
+        opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
+    else:
+        from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+        from torch.distributed.optim import PostLocalSGDOptimizer
+        # Local SGD from the first step: no gradient all-reduce (no DDP wrapper; the post-local
+        # SGD DDP hook's subgroups need CUDA), the models averaged every k steps (warmup 0).
+        net = model
+        opt = PostLocalSGDOptimizer(optim=torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9),
+                                    averager=PeriodicModelAverager(period=args.period, warmup_steps=0))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt if args.algo == "ddp" else opt.optim,
+                                              lambda t: (1 + math.cos(math.pi * t / total)) / 2 if t < total else 0.0)
+    sampler = BatchSampler(len(mine), args.seed, rank)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    snapshots = []
+    every = max(1, round(steps_per_epoch * args.curve_every))
+    dist.barrier()
+    start = time.perf_counter()
+    for step in range(total):
+        idx = torch.tensor(sampler.next(args.batch))
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(X[idx]), Y[idx])
+        loss.backward()
+        opt.step()
+        sched.step()
+        if rank == 0 and (step + 1) % every == 0 and step + 1 < total:
+            snapshots.append((time.perf_counter() - start, (step + 1) / steps_per_epoch,
+                              [p.detach().clone() for p in model.parameters()]))
+    if args.algo != "ddp":  # the consensus at the end, as cocod's finish()
+        for p in model.parameters():
+            dist.all_reduce(p.data)
+            p.data /= args.workers
+    dist.barrier()
+    wall = time.perf_counter() - start
+    if rank == 0:
+        final = [p.detach().clone() for p in model.parameters()]
+        snapshots.append((wall, total / steps_per_epoch, final))
+        name = "PyTorch DDP" if args.algo == "ddp" else "PyTorch PostLocalSGD"
+        rows = []
+        with torch.no_grad():
+            for t, epoch, params in snapshots:
+                for p, s in zip(model.parameters(), params):
+                    p.copy_(s)
+                acc = (model(TX).argmax(1) == TY).float().mean().item()
+                rows.append("%s,equal,%.6f,%.6f,%.4f" % (name, epoch, t, acc))
+        with open(args.curve, "a") as f:
+            f.write("\n".join(rows) + "\n")
+        print("%s: %.2f epochs in %.2f s (%.2f ms/step), final test accuracy %s" % (
+            name, total / steps_per_epoch, wall, 1e3 * wall / total, rows[-1].rsplit(",", 1)[1]))
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--algo", choices=["ddp", "postlocal"], required=True)
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--period", type=int, default=3, help="Local-SGD's k (cocod's --period auto picks it; pass the same)")
+    p.add_argument("--epochs", type=float, default=12)
+    p.add_argument("--lr", type=float, default=0.02)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--curve", default="torch_curve.csv")
+    p.add_argument("--curve-every", type=float, default=0.5)
+    p.add_argument("--port", type=int, default=29511)
+    args = p.parse_args()
+    if not os.path.exists(args.curve):
+        with open(args.curve, "w") as f:
+            f.write("algorithm,sampling,epoch,wall_s,test_accuracy\n")
+    mp.spawn(worker, args=(args, args.port), nprocs=args.workers, join=True)
+
+
+if __name__ == "__main__":
+    main()
