@@ -439,7 +439,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
       if (rank != 0) return;
       result.report = std::move(report);
       result.metrics = evaluate(model.inner);
-      if (observer.snapshots.empty()) return;
+      if (args.curve.empty()) return;
       // the curve: each snapshot evaluated after the run (not on the clock), then the consensus
       auto x = cocod::as_span(model.parameters());
       cocod::backend::buffer<cocod::backend_of_model_t<Model>, cocod::scalar_of_t<Model>> final_x;
