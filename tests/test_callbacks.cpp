@@ -164,3 +164,10 @@ TEST_CASE("the step-level API reports rounds, steps and an agreed stop") {
   CHECK(report.steps == 6);
   CHECK(report.rounds.size() == 2);
 }
+
+TEST_CASE("Report::total sums a per-round field over the run") {
+  cocod::Report r;
+  for (double w : {0.5, 0.25, 2.0}) r.rounds.push_back(cocod::RoundStats{.wait_s = w});
+  CHECK(r.total(&cocod::RoundStats::wait_s) == 2.75);
+  CHECK(cocod::Report{}.total(&cocod::RoundStats::round_s) == 0.0);
+}

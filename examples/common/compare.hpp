@@ -492,6 +492,17 @@ inline std::size_t median_of(const cocod::Report& rep, std::size_t cocod::RoundS
   return v[v.size() / 2];
 }
 
+/// S-SGD's wall time over this row's, as text ("-" when S-SGD did not run with this sampling).
+inline std::string speedup_over_ssgd(const std::vector<Result>& results, const Result& r) {
+  for (const auto& other : results)
+    if (other.key == "ssgd" && other.sampling == r.sampling) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.2f", other.report.seconds / r.report.seconds);
+      return b;
+    }
+  return "-";
+}
+
 inline std::string row_name(const Result& r, bool with_sampling) {
   std::string name = display_name(r.key);
   if (with_sampling) name += r.sampling == "equal" ? " (eq)" : " (prop)";
@@ -511,9 +522,6 @@ inline void print_table(const std::vector<Result>& results, const Args& args, bo
   std::printf("\n");
   for (const auto& r : results) {
     const auto& rep = r.report;
-    double ssgd_wall = std::nan("");
-    for (const auto& other : results)
-      if (other.key == "ssgd" && other.sampling == r.sampling) ssgd_wall = other.report.seconds;
     const std::size_t k = median_of(rep, &cocod::RoundStats::period);
     // medians over the rounds whose period is the median one
     cocod::Report same_k = rep;
@@ -525,15 +533,11 @@ inline void print_table(const std::vector<Result>& results, const Args& args, bo
       comm_cost = same_k.median_comm_s() / (per_step ? static_cast<double>(k) : 1.0);
     }
     const double model = predicted_round(r.key, k, C, comm_cost);
-    double waited = 0;
-    for (const auto& s : rep.rounds) waited += s.wait_s;
+    const double waited = rep.total(&cocod::RoundStats::wait_s);
     std::printf("  %-17s %6zu %6.2f %3zu %4zu %9.3f %9.3f %9.3f %8.3f %9.3f %6.3f %8.3f %8.3f", row_name(r, with_sampling).c_str(),
                 rep.steps, rep.epochs, k, median_of(rep, &cocod::RoundStats::batch_size), round * 1e3, C * 1e3,
                 same_k.median_comm_s() * 1e3, same_k.median_wait_s() * 1e3, model * 1e3, round / model, waited, rep.seconds);
-    if (std::isnan(ssgd_wall))
-      std::printf(" %7s", "-");
-    else
-      std::printf(" %7.2f", ssgd_wall / rep.seconds);
+    std::printf(" %7s", speedup_over_ssgd(results, r).c_str());
     for (const auto& [name, v] : r.metrics) std::printf(" %14.6g", v);
     std::printf("\n");
   }
@@ -550,18 +554,12 @@ inline void print_brief(const std::vector<Result>& results, const Args& args) {
   std::printf(" %8s %9s %8s %7s %8s\n", "wall_s", "ms/round", "ms/step", "waited", "speedup");
   for (const auto& r : results) {
     const auto& rep = r.report;
-    double ssgd_wall = std::nan(""), waited = 0;
-    for (const auto& other : results)
-      if (other.key == "ssgd" && other.sampling == r.sampling) ssgd_wall = other.report.seconds;
-    for (const auto& s : rep.rounds) waited += s.wait_s;
+    const double waited = rep.total(&cocod::RoundStats::wait_s);
     std::printf("  %-17s %6.2f %3zu", row_name(r, with_sampling).c_str(), rep.epochs, median_of(rep, &cocod::RoundStats::period));
     for (const auto& [name, v] : r.metrics) std::printf(" %14.4f", v);
     std::printf(" %8.2f %9.2f %8.2f %6.1f%%", rep.seconds, rep.median_round_s() * 1e3,
                 rep.seconds * 1e3 / static_cast<double>(std::max<std::size_t>(1, rep.steps)), 100.0 * waited / rep.seconds);
-    if (std::isnan(ssgd_wall))
-      std::printf(" %8s\n", "-");
-    else
-      std::printf(" %8.2f\n", ssgd_wall / rep.seconds);
+    std::printf(" %8s\n", speedup_over_ssgd(results, r).c_str());
   }
 }
 

@@ -56,7 +56,7 @@ struct Report {
 
   /// Median of a per-round field over full rounds (the last partial round and round 0, whose
   /// timing includes start-up, are skipped when there are enough rounds). With an adaptive
-  /// schedule, call it on the rounds of one period (or per step: see median_per_step).
+  /// schedule, call it on a copy that keeps the rounds of one period.
   template <class Field>
   [[nodiscard]] double median(Field field) const {
     std::vector<double> v;
@@ -72,17 +72,12 @@ struct Report {
   [[nodiscard]] double median_compute_s() const { return median(&RoundStats::compute_s); }
   [[nodiscard]] double median_comm_s() const { return median(&RoundStats::comm_s); }
   [[nodiscard]] double median_wait_s() const { return median(&RoundStats::wait_s); }
-  /// Total of a per-round field over the run, divided by the steps taken (a per-step figure that
-  /// stays meaningful when the period changes).
+  /// Sum of a per-round field over the run (for example the total time waited, total(&RoundStats::wait_s)).
   template <class Field>
-  [[nodiscard]] double per_step(Field field) const {
+  [[nodiscard]] double total(Field field) const {
     double sum = 0.0;
-    std::size_t n = 0;
-    for (const auto& r : rounds) {
-      sum += r.*field;
-      n += r.steps;
-    }
-    return n > 0 ? sum / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+    for (const auto& r : rounds) sum += r.*field;
+    return sum;
   }
   /// The last consensus loss known (NaN if none).
   [[nodiscard]] double final_loss() const {
