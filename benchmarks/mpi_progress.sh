@@ -2,7 +2,7 @@
 # Compares comm::Mpi's progress designs: 2 MPI ranks over a tbf-shaped TCP loopback, CoCoD-SGD
 # against Local-SGD on a least-squares model whose all-reduce costs about k local steps.
 # For each design, REPEATS runs; prints medians. Needs root (scripts/shaped-link) and a build
-# with MPI (default: build/dev; set BUILD=...).
+# with MPI (default: build/bench, which benchmarks/run makes; set BUILD=...).
 #
 #   benchmarks/mpi_progress.sh [REPEATS=3]
 #
@@ -14,16 +14,13 @@
 #   vs_own       cocod_round / max(cocod_kc, m): against the model with the run's own compute
 #   local_model  local_round / (local_kc + m)
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD:-$root/build/dev}"
-exe="$build/examples/least_squares/least_squares"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+exe="$BENCH_BUILD/examples/least_squares/least_squares"
 repeats="${1:-3}"
-rate="${RATE:-1gbit}"
-burst="${BURST:-256kb}"   # above the loopback's 64 KiB packets, small enough to give no free burst
-[ -x "$exe" ] || { echo "no $exe: build with MPI first (cmake --preset dev && cmake --build --preset dev)" >&2; exit 1; }
+bench_require mpi_progress.sh "$exe"
 
 args=(--comm mpi --no-progress --dim 262144 --samples 128 --batch 16 --period 3 --lr 0.00001 --epochs 30 --algo cocod,local)
-echo "# 2 ranks, tbf $rate burst $burst, least squares 262144 parameters (2 MiB), k = 3, batch 16, $repeats runs per design"
+echo "# 2 ranks, tbf ${RATE:-1gbit} burst ${BURST:-256kb}, least squares 262144 parameters (2 MiB), k = 3, batch 16, $repeats runs per design"
 echo "# $(date -u +%Y-%m-%d) $(nproc) cores"
 printf "# %-32s %11s %9s %11s %9s %8s %9s %7s %11s\n" design cocod_round cocod_kc local_round local_kc m vs_model vs_own local_model
 printf "# %-32s %11s %9s %11s %9s %8s %9s %7s %11s\n" "" ms ms ms ms ms "" "" ""
@@ -36,11 +33,10 @@ for ((i = 0; i < repeats; ++i)); do
     set -- $design
     extra=(--mpi-progress "$1" --mpi-poll-us "$2")
     [ "$1" = native ] && extra=(--mpi-native --mpi-poll-us "$2")
-    out=$(timeout 300 "$root/scripts/shaped-link" --rate "$rate" --burst "$burst" -- \
-      mpiexec --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo -n 2 \
-      "$exe" "${args[@]}" "${extra[@]}" 2>/dev/null)
-    c=$(echo "$out" | awk '$1 == "CoCoD-SGD" {print $4, $5, $6}')
-    l=$(echo "$out" | awk '$1 == "Local-SGD" {print $4, $5, $6}')
+    out=$(shaped_mpiexec 300 2 "$exe" "${args[@]}" "${extra[@]}" 2>/dev/null)
+    # the example's table: algorithm steps epochs k M0 round_ms kc_ms comm_ms ...
+    c=$(echo "$out" | awk '$1 == "CoCoD-SGD" {print $6, $7, $8}')
+    l=$(echo "$out" | awk '$1 == "Local-SGD" {print $6, $7, $8}')
     rows[$design]+="$c $l"$'\n'
   done
 done

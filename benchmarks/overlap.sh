@@ -7,12 +7,11 @@
 #
 #   benchmarks/overlap.sh [threads|mpi|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD:-$root/build/bench}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 which="${1:-all}"
-out="${2:-$root/results/benchmarks}"
-exe="$build/examples/least_squares/least_squares"
-[ -x "$exe" ] || { echo "overlap.sh: no $exe (benchmarks/run builds it)" >&2; exit 1; }
+out="${2:-$COCOD_ROOT/results/benchmarks}"
+exe="$BENCH_BUILD/examples/least_squares/least_squares"
+bench_require overlap.sh "$exe"
 mkdir -p "$out"
 csv="$out/overlap.csv"
 echo "link,setting,algorithm,k,kc_ms,m_ms,kc_over_m,round_ms,model_ms,round_over_model,efficiency,rel_dist_to_opt,correct" >"$csv"
@@ -68,9 +67,7 @@ if [ "$which" = mpi ] || [ "$which" = all ]; then
   else
     for batch in 4 8 16 32 64; do
       epochs=$(awk -v b="$batch" 'BEGIN { print 90 * b / 4096 }')  # ~90 steps, 30 rounds of k = 3
-      table=$(timeout 600 "$root/scripts/shaped-link" --rate 1gbit --burst 256kb -- \
-        mpiexec --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo -n 2 \
-        "$exe" --comm mpi --no-progress --dim 262144 --samples 4096 --batch "$batch" --period 3 --lr 0.00001 \
+      table=$(shaped_mpiexec 600 2 "$exe" --comm mpi --no-progress --dim 262144 --samples 4096 --batch "$batch" --period 3 --lr 0.00001 \
         --epochs "$epochs" --algo all 2>/dev/null)
       rows mpi "batch=$batch" row <<<"$table" || status=$((status | $?))
     done

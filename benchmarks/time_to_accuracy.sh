@@ -8,13 +8,12 @@
 #
 #   benchmarks/time_to_accuracy.sh [threads|mpi|all] [OUT_DIR]   (TARGET=0.88, BUILD=build/bench)
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD:-$root/build/bench}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 which="${1:-all}"
-out="${2:-$root/results/benchmarks}"
+out="${2:-$COCOD_ROOT/results/benchmarks}"
 target="${TARGET:-0.88}"
-exe="$build/examples/fashion_mnist/fashion_mnist"
-[ -x "$exe" ] || { echo "time_to_accuracy.sh: no $exe (benchmarks/run builds it)" >&2; exit 1; }
+exe="$BENCH_BUILD/examples/fashion_mnist/fashion_mnist"
+bench_require time_to_accuracy.sh "$exe"
 mkdir -p "$out"
 csv="$out/time_to_accuracy.csv"
 echo "link,workers,algorithm,time_to_target_s,final_accuracy,wall_s,speedup_vs_ssgd" >"$csv"
@@ -53,9 +52,7 @@ if [ "$which" = mpi ] || [ "$which" = all ]; then
     echo "# mpi: skipped (the tbf-shaped link needs root)"
   else
     for w in 2 4; do
-      timeout 1200 "$root/scripts/shaped-link" --rate 1gbit --burst 256kb -- \
-        mpiexec --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo -n "$w" \
-        "$exe" --comm mpi --curve "$out/curve_mpi_$w.csv" "${common[@]}" >"$out/tta_mpi_$w.txt" 2>/dev/null
+      shaped_mpiexec 1200 "$w" "$exe" --comm mpi --curve "$out/curve_mpi_$w.csv" "${common[@]}" >"$out/tta_mpi_$w.txt" 2>/dev/null
       report mpi "$w" "$out/curve_mpi_$w.csv"
     done
   fi

@@ -6,28 +6,25 @@
 #
 #   benchmarks/peers/run.sh [OUT_DIR]      (root; BUILD=build/bench, WORKERS=4, TARGET=0.88)
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 out="${1:-$COCOD_ROOT/results/benchmarks}"
-build="${BUILD:-$COCOD_ROOT/build/bench}"
 workers="${WORKERS:-4}"
 target="${TARGET:-0.88}"
-exe="$build/examples/fashion_mnist/fashion_mnist"
-[ -x "$exe" ] || { echo "peers/run.sh: no $exe (benchmarks/run builds it)" >&2; exit 1; }
+exe="$BENCH_BUILD/examples/fashion_mnist/fashion_mnist"
+bench_require peers/run.sh "$exe"
 [ "$(id -u)" -eq 0 ] || { echo "# peers: skipped (the tbf-shaped link needs root)"; exit 0; }
 ensure_packages python3-torch
 mkdir -p "$out"
 curve="$out/peers_curve.csv"
 rm -f "$curve"
-link=("$COCOD_ROOT/scripts/shaped-link" --rate 1gbit --burst 256kb --)
 
 echo "# cocod vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
-timeout 1800 "${link[@]}" mpiexec --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo \
-  -n "$workers" "$exe" --comm mpi --algo cocod,local,ssgd --period auto --no-progress --curve "$curve" \
+shaped_mpiexec 1800 "$workers" "$exe" --comm mpi --algo cocod,local,ssgd --period auto --no-progress --curve "$curve" \
   --curve-every 0.5 >"$out/peers_cocod.txt" 2>/dev/null
 k=$(awk '$1 == "Local-SGD" { print $4 }' "$out/peers_cocod.txt")
 echo "# cocod's Local-SGD chose k = $k; PyTorch's PostLocalSGD uses the same period"
 for algo in ddp postlocal; do
-  timeout 1800 "${link[@]}" /usr/bin/python3 "$COCOD_ROOT/benchmarks/peers/torch_mlp.py" --algo "$algo" \
+  shaped 1800 /usr/bin/python3 "$COCOD_ROOT/benchmarks/peers/torch_mlp.py" --algo "$algo" \
     --workers "$workers" --period "$k" --curve "$curve" 2>&1 | grep -v "^# shaped link"
 done
 
