@@ -1,5 +1,7 @@
 #pragma once
-// The exceptions cocod throws besides std::invalid_argument (bad hyperparameters).
+// The exceptions cocod throws, and the one formatter of its std::invalid_argument messages
+// (bad hyperparameters and settings name the type, the field, the rule and the value).
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -18,5 +20,15 @@ class Aborted : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// Throws std::invalid_argument("<type>: <field> <rule> (got <value>)"), the form of every
+/// validation message: e.g. "cocod::Options: momentum must be in [0, 1) (got 1.5)".
+template <class Value>
+[[noreturn]] void invalid_setting(const std::string& type, const std::string& field, const std::string& rule,
+                                  const Value& got) {
+  std::ostringstream os;
+  os << type << ": " << field << " " << rule << " (got " << got << ")";
+  throw std::invalid_argument(os.str());
+}
 
 }  // namespace cocod

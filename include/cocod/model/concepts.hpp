@@ -10,13 +10,10 @@
 #include <utility>
 
 #include "cocod/backend/device_span.hpp"
+#include "cocod/backend/scalar.hpp"
 #include "cocod/backend/tags.hpp"
 
 namespace cocod {
-
-/// The scalar types cocod trains in.
-template <class T>
-concept Scalar = std::same_as<T, float> || std::same_as<T, double>;
 
 namespace model_requirements {
 template <class P>
