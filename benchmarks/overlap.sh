@@ -7,6 +7,12 @@
 #
 #   benchmarks/overlap.sh [threads|mpi|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
+# --help prints this file's header comment: every '#' line after the first, up to the first code.
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  -*) echo "benchmarks/overlap.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 which="${1:-all}"
 out="${2:-$COCOD_ROOT/results/benchmarks}"
