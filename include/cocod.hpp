@@ -16,6 +16,7 @@
 #include "cocod/update/sgd.hpp"
 #include "cocod/schedule/learning_rate.hpp"
 #include "cocod/schedule/fixed.hpp"
+#include "cocod/schedule/measurement.hpp"
 #include "cocod/schedule/adaptive.hpp"
 
 #include "cocod/comm/communicator.hpp"
@@ -30,6 +31,7 @@
 
 #include "cocod/trace/timeline.hpp"
 
+#include "cocod/algorithm/trainer.hpp"
 #include "cocod/algorithm/cocod_sgd.hpp"
 #include "cocod/algorithm/sync_sgd.hpp"
 #include "cocod/algorithm/local_sgd.hpp"

@@ -25,7 +25,7 @@ struct DeviceLeastSquares {
     thrust::copy(x.begin(), x.end(), host.x.begin());
     std::vector<T> g(host.x.size());
     const double loss = host.loss_and_gradient(batch, g);
-    cocod::copy_from_host(g.data(), gradient);
+    cocod::backend::copy_from_host(g.data(), gradient);
     return loss;
   }
   std::vector<T> values() const { return std::vector<T>(x.begin(), x.end()); }

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstddef>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "cocod/errors.hpp"
 
 namespace cocod {
 
@@ -35,10 +35,8 @@ struct Options {
   /// Throws std::invalid_argument naming the first field that breaks its rule. `workers` is
   /// the communicator's size, needed to check `speeds`.
   void validate(int workers) const {
-    auto fail = [](const std::string& field, const std::string& rule, auto got) {
-      std::ostringstream os;
-      os << "cocod::Options: " << field << " " << rule << " (got " << got << ")";
-      throw std::invalid_argument(os.str());
+    auto fail = [](const std::string& field, const std::string& rule, const auto& got) {
+      invalid_setting("cocod::Options", field, rule, got);
     };
     if (!(learning_rate > 0.0) || !std::isfinite(learning_rate))
       fail("learning_rate", "must be a finite number > 0", learning_rate);

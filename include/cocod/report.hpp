@@ -1,6 +1,6 @@
 #pragma once
-// What a run reports: per round the measured times behind the round-time model of PAPER.md,
-// and the totals.
+// What a run reports: per round the measured compute, communication and waiting times behind
+// the round-time model (docs/algorithm.md), and the totals.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

@@ -1,9 +1,10 @@
 #pragma once
 // How long optimize() runs.
 #include <cmath>
+#include <concepts>
 #include <cstddef>
-#include <sstream>
-#include <stdexcept>
+
+#include "cocod/errors.hpp"
 
 namespace cocod {
 
@@ -11,11 +12,8 @@ namespace cocod {
 struct Epochs {
   double count = 1.0;
   [[nodiscard]] std::size_t steps(double steps_per_epoch, std::size_t) const {
-    if (!(count > 0.0) || !std::isfinite(count)) {
-      std::ostringstream os;
-      os << "cocod::Epochs: count must be a finite number > 0 (got " << count << ")";
-      throw std::invalid_argument(os.str());
-    }
+    if (!(count > 0.0) || !std::isfinite(count))
+      invalid_setting("cocod::Epochs", "count", "must be a finite number > 0", count);
     return static_cast<std::size_t>(std::ceil(count * steps_per_epoch));
   }
 };
@@ -23,7 +21,7 @@ struct Epochs {
 struct Steps {
   std::size_t count = 1;
   [[nodiscard]] std::size_t steps(double, std::size_t) const {
-    if (count == 0) throw std::invalid_argument("cocod::Steps: count must be >= 1 (got 0)");
+    if (count == 0) invalid_setting("cocod::Steps", "count", "must be >= 1", count);
     return count;
   }
 };
@@ -31,9 +29,16 @@ struct Steps {
 struct Rounds {
   std::size_t count = 1;
   [[nodiscard]] std::size_t steps(double, std::size_t period) const {
-    if (count == 0) throw std::invalid_argument("cocod::Rounds: count must be >= 1 (got 0)");
+    if (count == 0) invalid_setting("cocod::Rounds", "count", "must be >= 1", count);
     return count * period;
   }
+};
+
+/// What optimize() and begin(model, stop) accept as a length: a type with
+/// `steps(steps_per_epoch, period) -> std::size_t`, such as Epochs, Steps and Rounds.
+template <class S>
+concept StopCondition = requires(const S& s, double steps_per_epoch, std::size_t period) {
+  { s.steps(steps_per_epoch, period) } -> std::convertible_to<std::size_t>;
 };
 
 }  // namespace cocod

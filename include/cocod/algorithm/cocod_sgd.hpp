@@ -1,8 +1,8 @@
 #pragma once
 // CoCoD-SGD: communication every k steps, overlapped with the next k steps.
-#define COCOD_INTERNAL_INCLUDE
-#include "cocod/algorithm/detail/trainer.hpp"
-#undef COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/trainer.hpp"
+#include "cocod/schedule/fixed.hpp"
+#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -21,72 +21,52 @@ namespace cocod {
 /// \tparam Schedule decides k, M_i and the learning rate (schedule::Fixed<lr::...>).
 /// \tparam Update   the local update (update::Sgd: momentum, Nesterov, weight decay).
 template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class Optimizer
-    : public detail::Trainer<Optimizer<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = detail::Trainer<Optimizer, Model, Comm, Schedule, Update>;
+class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
+  using Base = Trainer<Optimizer, Model, Comm, Schedule, Update>;
   friend Base;
   using typename Base::T;
   using typename Base::B;
-  using typename Base::Buffer;
   using typename Base::Span;
+  using typename Base::Exchange;
 
  public:
   static constexpr const char* name = "CoCoD-SGD";
   using Base::Base;
-  ~Optimizer() { drain(); }
 
  private:
   void allocate(std::size_t n) {
     anchor_.resize(n);
-    send_.resize(n + this->control_size());
     gradient_.resize(n);
+    this->prepare(send_, n);
   }
   void start(Span x) {
-    backend::copy(B{}, anchor_.span(), x);
-    backend::scale(B{}, send_.first(x.size()), x, this->weight());
+    copy(B{}, anchor_.span(), x);
+    scale(B{}, send_.model(), x, this->weight());
     needs_post_ = true;
   }
   double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
-    if (needs_post_) post_round();  // at the start of a round, after the callbacks voted
+    if (needs_post_) {  // at the start of a round, after the callbacks voted
+      this->post(send_);
+      needs_post_ = false;
+    }
     const double loss = this->gradient(model, batch, gradient_.span());
-    this->local_update().apply(x, gradient_.span(), lr);
+    this->update(x, gradient_.span(), lr);
     return loss;
   }
-  void communicate(Span, T) {}
   void end_round(Span x) {
-    await_round();
-    backend::round_end(B{}, x, anchor_.span(), send_.first(x.size()), this->weight());
+    this->await(send_);
+    round_end(B{}, x, anchor_.span(), send_.model(), this->weight());
     needs_post_ = true;
   }
   void finish_run(Span x) {
-    await_round();
+    this->await(send_);
     this->average(x, send_);
     needs_post_ = false;
   }
-  void drain() noexcept {
-    if (!in_flight_) return;
-    in_flight_ = false;
-    try { request_.wait(); } catch (...) {}  // the run already failed; free the buffer safely
-  }
 
-  void post_round() {
-    tag_ = this->write_control(send_.span());
-    posted_at_ = this->post(send_.span(), request_);
-    in_flight_ = true;
-    needs_post_ = false;
-  }
-  void await_round() {
-    if (!in_flight_) return;
-    in_flight_ = false;
-    this->await(request_, posted_at_);
-    this->read_control(send_.span(), tag_);
-  }
-
-  Buffer anchor_, send_, gradient_;
-  typename Comm::Request request_{};
-  comm::Clock::time_point posted_at_{};
-  detail::ControlTag tag_{};
-  bool in_flight_ = false, needs_post_ = false;
+  backend::buffer<B, T> anchor_, gradient_;
+  Exchange send_;  // s_i
+  bool needs_post_ = false;
 };
 
 /// The paper's name for the same algorithm.

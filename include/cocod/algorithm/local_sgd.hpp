@@ -1,8 +1,8 @@
 #pragma once
 // Local-SGD: k local steps, then a blocking average of the models.
-#define COCOD_INTERNAL_INCLUDE
-#include "cocod/algorithm/detail/trainer.hpp"
-#undef COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/trainer.hpp"
+#include "cocod/schedule/fixed.hpp"
+#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -12,14 +12,13 @@ namespace cocod {
 ///
 /// Momentum stays local. Template parameters as cocod::Optimizer.
 template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class LocalSGD
-    : public detail::Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = detail::Trainer<LocalSGD, Model, Comm, Schedule, Update>;
+class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
+  using Base = Trainer<LocalSGD, Model, Comm, Schedule, Update>;
   friend Base;
   using typename Base::T;
   using typename Base::B;
-  using typename Base::Buffer;
   using typename Base::Span;
+  using typename Base::Exchange;
 
  public:
   static constexpr const char* name = "Local-SGD";
@@ -28,16 +27,15 @@ class LocalSGD
  private:
   void allocate(std::size_t n) {
     gradient_.resize(n);
-    send_.resize(n + this->control_size());
+    this->prepare(send_, n);
   }
   void start(Span) { averaged_ = true; }
   double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
     const double loss = this->gradient(model, batch, gradient_.span());
-    this->local_update().apply(x, gradient_.span(), lr);
+    this->update(x, gradient_.span(), lr);
     averaged_ = false;
     return loss;
   }
-  void communicate(Span, T) {}
   void end_round(Span x) {
     this->average(x, send_);
     averaged_ = true;
@@ -45,9 +43,9 @@ class LocalSGD
   void finish_run(Span x) {
     if (!averaged_) this->average(x, send_);
   }
-  void drain() noexcept {}
 
-  Buffer gradient_, send_;
+  backend::buffer<B, T> gradient_;
+  Exchange send_;
   bool averaged_ = true;
 };
 

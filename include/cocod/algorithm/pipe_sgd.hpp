@@ -1,8 +1,8 @@
 #pragma once
 // Pipe-SGD: the all-reduce of step t's gradient overlaps step t+1's computation.
-#define COCOD_INTERNAL_INCLUDE
-#include "cocod/algorithm/detail/trainer.hpp"
-#undef COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/trainer.hpp"
+#include "cocod/schedule/fixed.hpp"
+#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -14,74 +14,47 @@ namespace cocod {
 /// and finish applies the last gbar. Two gradient buffers alternate. All workers keep identical
 /// models. Template parameters as cocod::Optimizer.
 template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class PipeSGD
-    : public detail::Trainer<PipeSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = detail::Trainer<PipeSGD, Model, Comm, Schedule, Update>;
+class PipeSGD : public Trainer<PipeSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
+  using Base = Trainer<PipeSGD, Model, Comm, Schedule, Update>;
   friend Base;
   using typename Base::T;
   using typename Base::B;
-  using typename Base::Buffer;
   using typename Base::Span;
+  using typename Base::Exchange;
 
  public:
   static constexpr const char* name = "Pipe-SGD";
   using Base::Base;
-  ~PipeSGD() { drain(); }
 
  private:
   void allocate(std::size_t n) {
-    for (auto& g : gradient_) g.resize(n + this->control_size());
+    for (auto& g : gradient_) this->prepare(g, n);
   }
-  void start(Span) {
-    current_ = 0;
-    pending_ = false;
-  }
-  double compute(Model& model, Span x, std::span<const std::size_t> batch, T) {
-    return this->gradient(model, batch, gradient_[current_].first(x.size()));
+  void start(Span) { current_ = 0; }
+  double compute(Model& model, Span, std::span<const std::size_t> batch, T) {
+    return this->gradient(model, batch, gradient_[current_].model());
   }
   void communicate(Span x, T lr) {
-    auto g = gradient_[current_].first(x.size());
-    backend::scale(B{}, g, g, this->weight());
-    tag_[current_] = this->write_control(gradient_[current_].span());
-    posted_at_[current_] = this->post(gradient_[current_].span(), request_[current_]);
-    in_flight_[current_] = true;
+    auto g = gradient_[current_].model();
+    scale(B{}, g, g, this->weight());
+    this->post(gradient_[current_]);
     apply_previous(x);
-    pending_ = true;
-    pending_lr_ = lr;
+    previous_lr_ = lr;
     current_ ^= 1;
   }
-  void end_round(Span) {}
-  void finish_run(Span x) {
-    apply_previous(x);
-    pending_ = false;
-  }
-  void drain() noexcept {
-    for (int b = 0; b < 2; ++b)
-      if (in_flight_[b]) {
-        in_flight_[b] = false;
-        try { request_[b].wait(); } catch (...) {}
-      }
-  }
+  void finish_run(Span x) { apply_previous(x); }
 
-  // Waits for the all-reduce of the previous step's gradient and applies it. The previous
-  // step's buffer is the other one both during communicate() (before the flip) and in finish().
+  // Waits for the all-reduce of the previous step's gradient, if any, and applies it. The
+  // previous step's buffer is the other one both during communicate() (before the flip) and in
+  // finish_run().
   void apply_previous(Span x) {
-    if (!pending_) return;
-    const int previous = current_ ^ 1;
-    this->await(request_[previous], posted_at_[previous]);
-    in_flight_[previous] = false;
-    this->read_control(gradient_[previous].span(), tag_[previous]);
-    this->local_update().apply(x, gradient_[previous].first(x.size()), pending_lr_);
+    auto& previous = gradient_[current_ ^ 1];
+    if (this->await(previous)) this->update(x, previous.model(), previous_lr_);
   }
 
-  Buffer gradient_[2];
-  typename Comm::Request request_[2]{};
-  comm::Clock::time_point posted_at_[2]{};
-  detail::ControlTag tag_[2]{};
-  bool in_flight_[2]{};
+  Exchange gradient_[2];
   int current_ = 0;
-  bool pending_ = false;
-  T pending_lr_{};
+  T previous_lr_{};
 };
 
 }  // namespace cocod

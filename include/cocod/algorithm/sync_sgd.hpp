@@ -1,8 +1,8 @@
 #pragma once
 // S-SGD: all-reduce the weighted gradients every step, blocking.
-#define COCOD_INTERNAL_INCLUDE
-#include "cocod/algorithm/detail/trainer.hpp"
-#undef COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/trainer.hpp"
+#include "cocod/schedule/fixed.hpp"
+#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -13,38 +13,31 @@ namespace cocod {
 /// All workers apply the same update, so their models (and momentum) stay identical. The period
 /// only groups steps into rounds for reporting. Template parameters as cocod::Optimizer.
 template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class SyncSGD
-    : public detail::Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = detail::Trainer<SyncSGD, Model, Comm, Schedule, Update>;
+class SyncSGD : public Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
+  using Base = Trainer<SyncSGD, Model, Comm, Schedule, Update>;
   friend Base;
   using typename Base::T;
   using typename Base::B;
-  using typename Base::Buffer;
   using typename Base::Span;
+  using typename Base::Exchange;
 
  public:
   static constexpr const char* name = "S-SGD";
   using Base::Base;
 
  private:
-  void allocate(std::size_t n) { reduce_.resize(n + this->control_size()); }
-  void start(Span) {}
-  double compute(Model& model, Span x, std::span<const std::size_t> batch, T) {
-    return this->gradient(model, batch, reduce_.first(x.size()));
+  void allocate(std::size_t n) { this->prepare(reduce_, n); }
+  double compute(Model& model, Span, std::span<const std::size_t> batch, T) {
+    return this->gradient(model, batch, reduce_.model());
   }
   void communicate(Span x, T lr) {
-    auto g = reduce_.first(x.size());
-    backend::scale(B{}, g, g, this->weight());
-    const auto tag = this->write_control(reduce_.span());
-    this->all_reduce(reduce_.span());
-    this->read_control(reduce_.span(), tag);
-    this->local_update().apply(x, g, lr);
+    auto g = reduce_.model();
+    scale(B{}, g, g, this->weight());
+    this->reduce(reduce_);
+    this->update(x, g, lr);
   }
-  void end_round(Span) {}
-  void finish_run(Span) {}
-  void drain() noexcept {}
 
-  Buffer reduce_;
+  Exchange reduce_;
 };
 
 }  // namespace cocod

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace cocod {
+namespace cocod::backend {
 
 /// Contiguous elements in the memory of Thrust's device system (a GPU with CUDA; host memory
 /// under the OMP or CPP device systems).
@@ -37,4 +37,10 @@ class device_span {
   std::size_t size_ = 0;
 };
 
+}  // namespace cocod::backend
+
+namespace cocod {
+/// The short spelling, as in model types: `std::span<float> parameters()` on the host,
+/// `cocod::device_span<float> parameters()` on a device.
+using backend::device_span;
 }  // namespace cocod

@@ -10,8 +10,9 @@
 
 namespace cocod::callbacks {
 
-/// Prints progress of rank 0's run to `out` (stderr by default): percentage, epoch, round,
-/// consensus loss and the median-free latest round time.
+/// Prints progress of rank 0's run to `out` (stderr by default): percentage, epoch, round, the
+/// consensus loss (this worker's round loss until the first consensus arrives) and the latest
+/// round's wall time. On a terminal one line is redrawn; elsewhere a line per tenth of the run.
 class ProgressBar {
  public:
   explicit ProgressBar(std::FILE* out = stderr, int width = 30) : out_(out), width_(width) {}

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <numeric>
 #include <span>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -56,8 +57,9 @@ class Rng {
 
 /// Draws mini-batches of sample indices from one worker's shard: a fresh random permutation per
 /// pass over the shard, batches taken from it in order, a batch that runs past the end of a
-/// pass continuing into the next one (so every batch has exactly the requested size). Allocates
-/// only at construction.
+/// pass continuing into the next one (so every batch has exactly the requested size). A batch
+/// larger than the shard therefore holds samples more than once: it spans several passes, each
+/// sample at most once per pass. Allocates only at construction.
 class BatchSampler {
  public:
   BatchSampler() = default;
@@ -83,6 +85,21 @@ class BatchSampler {
 
   /// Completed passes over the shard.
   [[nodiscard]] std::size_t passes() const noexcept { return passes_; }
+
+  /// Run state: the generator, the current pass's permutation and the position in it.
+  struct State {
+    Rng rng;
+    std::vector<std::size_t> order;
+    std::size_t position = 0;
+    std::size_t passes = 0;
+  };
+  [[nodiscard]] State state() const { return State{rng_, order_, position_, passes_}; }
+  void restore(State s) {
+    rng_ = s.rng;
+    order_ = std::move(s.order);
+    position_ = s.position;
+    passes_ = s.passes;
+  }
 
  private:
   void shuffle() noexcept {

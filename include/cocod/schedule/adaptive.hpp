@@ -6,21 +6,14 @@
 #include <cstddef>
 #include <limits>
 #include <span>
-#include <sstream>
-#include <stdexcept>
 
+#include "cocod/errors.hpp"
 #include "cocod/options.hpp"
 #include "cocod/schedule/fixed.hpp"
 #include "cocod/schedule/learning_rate.hpp"
+#include "cocod/schedule/measurement.hpp"
 
 namespace cocod::schedule {
-
-/// What every worker measured over a window of rounds, gathered in the control slots of a
-/// reduced buffer, so that every worker holds the same values (indexed by rank).
-struct Measured {
-  std::span<const double> seconds_per_sample;     ///< compute time of one sample on worker j
-  std::span<const double> seconds_per_collective;  ///< one all-reduce, from post to completion, on worker j
-};
 
 /// Worker j's share of `total` samples split among n workers in proportion to weight(i): every
 /// worker gets one sample, the other total - n are split by largest remainder (ties to the lower
@@ -70,9 +63,7 @@ struct Adaptive {
 
   void validate() const {
     auto fail = [](const char* field, const char* rule, std::size_t got) {
-      std::ostringstream os;
-      os << "cocod::schedule::Adaptive: " << field << " " << rule << " (got " << got << ")";
-      throw std::invalid_argument(os.str());
+      invalid_setting("cocod::schedule::Adaptive", field, rule, got);
     };
     if (max_period == 0) fail("max_period", "must be >= 1", max_period);
     if (first == 0) fail("first", "must be >= 1 (round 0 includes start-up and is not measured)", first);

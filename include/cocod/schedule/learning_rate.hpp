@@ -4,17 +4,16 @@
 #include <cmath>
 #include <cstddef>
 #include <numbers>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "cocod/errors.hpp"
 
 namespace cocod::lr {
 
 namespace detail {
 [[noreturn]] inline void fail(const char* type, const char* field, const char* rule, double got) {
-  std::ostringstream os;
-  os << "cocod::lr::" << type << ": " << field << " " << rule << " (got " << got << ")";
-  throw std::invalid_argument(os.str());
+  invalid_setting(std::string("cocod::lr::") + type, field, rule, got);
 }
 }  // namespace detail
 

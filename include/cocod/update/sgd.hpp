@@ -26,8 +26,7 @@ struct Sgd {
     /// Applies one step with gradient g at learning rate lr (spans of the backend's memory).
     template <class Span>
     void apply(Span x, Span g, T lr) {
-      backend::local_update(Backend{}, x, g, velocity.span(), lr, momentum, weight_decay,
-                            nesterov);
+      local_update(Backend{}, x, g, velocity.span(), lr, momentum, weight_decay, nesterov);
     }
   };
 

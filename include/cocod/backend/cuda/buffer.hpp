@@ -3,7 +3,8 @@
 #error "cocod/backend/cuda/buffer.hpp is internal: include <cocod/backend/cuda.hpp>"
 #endif
 // Device memory of the cuda backend: how cocod sees device parameters, the owning buffer, and
-// the copies between device and host that host-staged communicators use.
+// the copies between device and host that host-staged communicators use (found by
+// argument-dependent lookup on device_span, like the kernels on the backend tag).
 #include <thrust/copy.h>
 #include <thrust/device_ptr.h>
 #include <thrust/device_vector.h>
@@ -39,6 +40,8 @@ struct parameter_traits<device_span<T>> {
   using backend = backend::cuda;
   static device_span<T> view(device_span<T>& p) noexcept { return p; }
 };
+
+namespace backend {
 
 /// Copies device memory to host memory (blocking).
 template <class T>
@@ -85,8 +88,6 @@ void host_staging_free(device_span<T>, void* p) noexcept {
   ::operator delete(p);
 #endif
 }
-
-namespace backend {
 
 template <class B, class T>
 struct buffer;

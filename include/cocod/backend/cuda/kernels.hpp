@@ -44,7 +44,7 @@ struct Scale {
   COCOD_HOST_DEVICE void operator()(std::size_t i) const { dst[i] = w * src[i]; }
 };
 
-// One local step; Case picks the formula at compile time (no branch per element).
+// One local step; the Rule parameter picks the formula at compile time (no branch per element).
 enum class Rule { sgd, sgd_wd, momentum, momentum_wd, nesterov, nesterov_wd };
 template <class T, Rule R>
 struct LocalUpdate {

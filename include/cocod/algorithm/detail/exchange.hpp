@@ -1,0 +1,87 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/algorithm/detail/exchange.hpp is internal: include <cocod.hpp>"
+#endif
+// One reduced buffer and the collective that may be in flight on it: the model part, the
+// control slots after it, the request, what the slots carry and when it was posted. It owns the
+// completion state: nothing outside it tracks "in flight", and it waits for its collective
+// before its memory is freed or reused.
+#include <cstddef>
+#include <utility>
+
+#include "cocod/algorithm/detail/control.hpp"
+#include "cocod/backend/backend.hpp"
+#include "cocod/comm/communicator.hpp"
+
+namespace cocod::detail {
+
+template <class Comm, class B, class T>
+class Exchange {
+ public:
+  using Buffer = backend::buffer<B, T>;
+  using Span = typename Buffer::span_type;
+  using time_point = comm::Clock::time_point;
+
+  /// What a completed collective reports.
+  struct Completion {
+    ControlTag tag;
+    time_point posted, done;  ///< post and completion of the collective
+    time_point t0, t1;        ///< this worker's wait
+  };
+
+  Exchange() = default;
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+  ~Exchange() { drain(); }
+
+  /// Room for a model part of n scalars and `control` slots after it, zeroed.
+  void resize(std::size_t n, std::size_t control) {
+    drain();
+    buffer_.resize(n + control);
+    model_size_ = n;
+  }
+  /// The whole buffer, control slots included.
+  [[nodiscard]] Span span() noexcept { return buffer_.span(); }
+  /// The model part.
+  [[nodiscard]] Span model() noexcept { return buffer_.first(model_size_); }
+  /// Where the control slots start.
+  [[nodiscard]] std::size_t control_offset() const noexcept { return model_size_; }
+
+  [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
+
+  /// Posts the non-blocking all-reduce of the whole buffer, whose slots carry `tag`.
+  void post(Comm& comm, ControlTag tag) {
+    tag_ = tag;
+    posted_ = comm::Clock::now();
+    request_ = comm.all_reduce_async(buffer_.span());
+    in_flight_ = true;
+  }
+  /// Waits for the collective in flight (rethrowing its failure).
+  Completion wait() {
+    in_flight_ = false;  // a failed wait is not waited for again
+    const auto t0 = comm::Clock::now();
+    request_.wait();
+    const auto t1 = comm::Clock::now();
+    return Completion{tag_, posted_, request_.completed_at(), t0, t1};
+  }
+  /// Waits for anything in flight, ignoring its failure: the run already failed, and the
+  /// buffer must not be freed while the communicator may still write it.
+  void drain() noexcept {
+    if (!in_flight_) return;
+    in_flight_ = false;
+    try {
+      request_.wait();
+    } catch (...) {
+    }
+  }
+
+ private:
+  Buffer buffer_;
+  std::size_t model_size_ = 0;
+  typename Comm::Request request_{};
+  ControlTag tag_{};
+  time_point posted_{};
+  bool in_flight_ = false;
+};
+
+}  // namespace cocod::detail

@@ -1,0 +1,247 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/algorithm/detail/run.hpp is internal: include <cocod.hpp>"
+#endif
+// The parts of a run and the loop over them, under cocod::Trainer. Each part owns its run
+// state: the position (step, round), the sampler, the local update, the schedule's window, the
+// control slots and the recorder; exchanges belong to the algorithm. The helpers at the end are
+// what an algorithm does with them.
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cocod/algorithm/detail/agreement.hpp"
+#include "cocod/algorithm/detail/control.hpp"
+#include "cocod/algorithm/detail/exchange.hpp"
+#include "cocod/algorithm/detail/recorder.hpp"
+#include "cocod/algorithm/detail/run_checks.hpp"
+#include "cocod/backend/backend.hpp"
+#include "cocod/data/sampler.hpp"
+#include "cocod/options.hpp"
+#include "cocod/schedule/measurement.hpp"
+
+namespace cocod::detail {
+
+/// Where a run is: all of it run state.
+struct Position {
+  std::size_t step = 0;           ///< steps taken
+  std::size_t round = 0;          ///< the current round
+  std::size_t step_in_round = 0;  ///< steps taken in the current round
+  std::size_t total_steps = 0;    ///< the run's length, 0 when unknown
+  double loss_sum = 0.0;          ///< this worker's losses in the current round
+  double learning_rate = 0.0;     ///< of the latest step
+  bool round_ended = false;       ///< the latest step ended a round
+};
+
+template <class Model, class Comm, class Schedule, class Update>
+class Run : RunChecks<Model, Comm> {
+ protected:
+  using T = scalar_of_t<Model>;
+  using B = backend_of_model_t<Model>;
+  using Span = span_of_t<Model>;
+  using Exchange = detail::Exchange<Comm, B, T>;
+  static constexpr bool measuring = schedule::measuring_schedule<Schedule>;
+
+  /// Validates options (std::invalid_argument naming the field) against the communicator.
+  Run(Comm comm, Options options, Schedule schedule = {}, Update update = {})
+      : comm_(std::move(comm)), options_(std::move(options)), schedule_(std::move(schedule)), update_(std::move(update)) {
+    options_.validate(comm_.size());
+    schedule_.validate();
+  }
+  ~Run() = default;
+
+  // ---- what an algorithm does ----------------------------------------------------------------
+
+  /// The model's gradient at its current parameters, into g; returns the mean loss.
+  double gradient(Model& model, std::span<const std::size_t> batch, Span g) {
+    return static_cast<double>(model.loss_and_gradient(batch, g));
+  }
+  /// One local update of x with gradient g (momentum and weight decay as the options say).
+  void update(Span x, Span g, T lr) { update_state_.apply(x, g, lr); }
+  /// w_i, this worker's weight in every average.
+  [[nodiscard]] T weight() const noexcept { return static_cast<T>(info_.weight); }
+
+  /// Sizes an exchange for n parameters and the run's control slots (call it in allocate()).
+  void prepare(Exchange& e, std::size_t n) { e.resize(n, control_.size()); }
+  /// Posts e's non-blocking all-reduce, its control slots filled.
+  void post(Exchange& e) { e.post(comm_, write_control(e)); }
+  /// Waits for e's all-reduce if one is in flight; returns whether one was.
+  bool await(Exchange& e) {
+    if (!e.in_flight()) return false;
+    const auto c = e.wait();
+    recorder_.awaited(pos_.step, c.posted, c.done, c.t0, c.t1);
+    read_control(e, c.tag);
+    return true;
+  }
+  /// e's all-reduce, blocking.
+  void reduce(Exchange& e) {
+    const ControlTag tag = write_control(e);
+    const auto t0 = comm::Clock::now();
+    comm_.all_reduce(e.span());
+    recorder_.blocking(pos_.step, t0, comm::Clock::now());
+    read_control(e, tag);
+  }
+  /// The consensus x = sum_j w_j x_j, through e, blocking.
+  void average(Span x, Exchange& e) {
+    scale(B{}, e.model(), x, weight());
+    reduce(e);
+    copy(B{}, x, e.model());
+  }
+
+  // ---- the loop, for cocod::Trainer ------------------------------------------------------------
+
+  template <class Allocate, class Start>
+  void setup(Model& model, const char* name, Allocate&& allocate, Start&& start) {
+    if (running_) throw std::logic_error("cocod: begin() called twice without finish()");
+    const auto run_start = comm::Clock::now();
+    auto x = as_span(model.parameters());
+    plan_ = schedule_.plan(options_, comm_.rank(), comm_.size());
+    samples_ = static_cast<std::size_t>(std::as_const(model).num_samples());
+    const Agreed agreed = agree(comm_, x.size(), samples_, plan_.batch_size);
+    comm_.broadcast(x, 0);
+
+    info_ = RunInfo{name, comm_.rank(), comm_.size(), x.size(), plan_.period, plan_.batch_size, agreed.total_batch,
+                    static_cast<double>(plan_.batch_size) / static_cast<double>(agreed.total_batch),
+                    agreed.total_samples / static_cast<double>(agreed.total_batch), 0};
+    sampler_ = BatchSampler(samples_, options_.seed, info_.rank);
+    if constexpr (measuring) batch_.reserve(info_.total_batch);  // the most a re-plan may assign
+    batch_.assign(plan_.batch_size, 0);
+    window_.start(info_.workers);
+    control_.start(window_.slots());
+    update_state_ = update_.template start<B, T>(options_, x.size());
+    allocate(x.size());
+    pos_ = Position{};
+    recorder_.start(info_, run_start);
+    running_ = true;
+    start(x);
+  }
+  void set_length(std::size_t total_steps) {
+    pos_.total_steps = info_.total_steps = total_steps;
+    recorder_.reserve(info_, measuring ? total_steps : total_steps / plan_.period);
+  }
+
+  /// The model's parameters during a run (`who` names the call in the error otherwise).
+  Span parameters(Model& model, const char* who) {
+    if (!running_) throw std::logic_error(std::string("cocod: ") + who + "() called before begin()");
+    auto x = as_span(model.parameters());
+    if (x.size() != info_.parameters)
+      throw std::logic_error("cocod: the model's parameter count changed during the run (" +
+                             std::to_string(info_.parameters) + " -> " + std::to_string(x.size()) + ")");
+    return x;
+  }
+  void check_batch(std::span<const std::size_t> batch) const {
+    for (const std::size_t i : batch)
+      if (i >= samples_)
+        throw std::out_of_range("cocod: step(): batch index " + std::to_string(i) + " is outside this worker's shard (rank " +
+                                std::to_string(info_.rank) + " has " + std::to_string(samples_) + " samples)");
+  }
+  std::span<const std::size_t> draw() {
+    sampler_.next(batch_);
+    return batch_;
+  }
+
+  /// One step: compute(lr) -> loss, communicate(lr), and at the round's end end_round().
+  template <class Compute, class Communicate, class EndRound>
+  double run_step(Compute&& compute, Communicate&& communicate, EndRound&& end_round) {
+    const auto t0 = comm::Clock::now();
+    if (pos_.step_in_round == 0) {
+      recorder_.begin_round(pos_.round, pos_.step, plan_.period, plan_.batch_size, t0);
+      pos_.loss_sum = 0.0;
+    }
+    pos_.learning_rate = schedule_.learning_rate(options_, pos_.step, pos_.total_steps);
+    const auto lr = static_cast<T>(pos_.learning_rate);
+    const double waited_before = recorder_.waited();
+    const double loss = compute(lr);
+    if constexpr (requires { comm_.progress(); }) comm_.progress();  // communicators without a thread
+    pos_.loss_sum += loss;
+    if (pos_.step_in_round + 1 == plan_.period) control_.loss_ready(pos_.round, pos_.loss_sum / static_cast<double>(plan_.period));
+    communicate(lr);
+    recorder_.step(pos_.step, t0, comm::Clock::now(), waited_before);
+    ++pos_.step;
+    ++pos_.step_in_round;
+    pos_.round_ended = false;
+    if (pos_.step_in_round == plan_.period) {
+      end_round();
+      close_round();
+    }
+    return loss;
+  }
+  void close_partial_round() {
+    if (pos_.step_in_round == 0) return;
+    control_.loss_ready(pos_.round, pos_.loss_sum / static_cast<double>(pos_.step_in_round));
+    close_round();
+  }
+  Report end_run() {
+    running_ = false;
+    return recorder_.finish(pos_.step, epochs());
+  }
+
+  [[nodiscard]] double epochs() const {
+    return info_.steps_per_epoch > 0 ? static_cast<double>(pos_.step) / info_.steps_per_epoch : 0.0;
+  }
+
+  Comm comm_;
+  Options options_;
+  Schedule schedule_;
+  Update update_;
+
+  // the parts, each with its run state
+  RunInfo info_{};
+  schedule::Plan plan_{};
+  Position pos_{};
+  std::size_t samples_ = 0;
+  BatchSampler sampler_{};
+  std::vector<std::size_t> batch_;  // scratch of next_batch()
+  typename Update::template State<B, T> update_state_{};
+  schedule::Window<Schedule> window_{};
+  ControlSlots<T> control_{};
+  Recorder recorder_{};
+  bool running_ = false;
+
+ private:
+  ControlTag write_control(Exchange& e) {
+    const bool measured = window_.write(control_.extra(), info_.rank);
+    const ControlTag tag = control_.write(info_.weight, measured);
+    store(B{}, e.span(), e.control_offset(), std::span<const T>(control_.staging()));
+    return tag;
+  }
+  void read_control(Exchange& e, ControlTag tag) {
+    load(B{}, e.span(), e.control_offset(), control_.staging());
+    control_.read(tag);
+    if (tag.measured)
+      window_.read(std::span<const T>(control_.extra()), schedule_, options_, info_.rank, info_.workers,
+                   info_.total_batch, plan_);
+  }
+
+  void close_round() {
+    const RoundStats& now = recorder_.current();
+    window_.add(schedule_, schedule::RoundSample{pos_.round, now.compute_s,
+                                                 static_cast<double>(pos_.step_in_round * plan_.batch_size),
+                                                 now.comm_s, recorder_.take_collectives()});
+    recorder_.close_round([&](RoundStats& r) {
+      r.steps = pos_.step_in_round;
+      r.loss = pos_.loss_sum / static_cast<double>(pos_.step_in_round);
+      r.learning_rate = pos_.learning_rate;
+      r.epoch = epochs();
+      r.consensus_loss = control_.state().consensus_loss;
+      r.consensus_loss_round = control_.state().consensus_round;
+    });
+    ++pos_.round;
+    pos_.step_in_round = 0;
+    pos_.round_ended = true;
+    schedule::Plan next;
+    if (window_.take(next)) apply(next);  // every worker at the same round boundary
+  }
+  void apply(const schedule::Plan& p) {
+    plan_ = p;
+    info_.period = p.period;
+    info_.batch_size = p.batch_size;
+    info_.weight = static_cast<double>(p.batch_size) / static_cast<double>(info_.total_batch);
+    batch_.resize(p.batch_size);  // within the capacity reserved at set-up
+  }
+};
+
+}  // namespace cocod::detail

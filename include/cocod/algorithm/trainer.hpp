@@ -1,0 +1,175 @@
+#pragma once
+// The run API every algorithm shares (optimize, or begin / next_batch / step / finish), and the
+// base an algorithm derives from. The data path is a short loop over parts that each own their
+// run state: the sampler, the local update, the schedule's window, the control slots, the
+// exchanges in flight, the clock and report. An algorithm says only what it does with
+// communication; see docs/extending.md for writing one.
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "cocod/callbacks/hooks.hpp"
+#include "cocod/report.hpp"
+#include "cocod/stop.hpp"
+#include "cocod/trace/timeline.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/detail/run.hpp"
+#undef COCOD_INTERNAL_INCLUDE
+
+namespace cocod {
+
+/// The base of every algorithm (CRTP: `Derived` is the algorithm) and the run API its users
+/// call. The algorithm supplies, as members the base may call (make the base a friend):
+///
+///     static constexpr const char* name;                    // "CoCoD-SGD", shown in reports
+///     void allocate(std::size_t n);                          // its buffers, for n parameters
+///     double compute(Model&, Span x, batch, T lr);          // the step's gradient and local work
+///
+/// and where it needs them (the base's defaults do nothing):
+///
+///     void start(Span x);                 // after x was broadcast from rank 0
+///     void communicate(Span x, T lr);     // the step's communication, after its loss is counted
+///     void end_round(Span x);             // at the end of every full round
+///     void finish_run(Span x);            // at the end of the run: leave the consensus in x
+///
+/// with the protected helpers below (gradient, update, post / await, reduce, average, weight).
+///
+/// \tparam Derived  the algorithm.
+/// \tparam Model    a cocod::Model.
+/// \tparam Comm     a cocod::comm::Communicator.
+/// \tparam Schedule decides k, M_i and the learning rate (schedule::Fixed<lr::...>, schedule::Adaptive<...>).
+/// \tparam Update   the local update (update::Sgd: momentum, Nesterov, weight decay).
+template <class Derived, class Model, class Comm, class Schedule, class Update>
+class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
+  using Run = detail::Run<Model, Comm, Schedule, Update>;
+
+ public:
+  using model_type = Model;
+  using communicator_type = Comm;
+  using scalar_type = typename Run::T;
+  using backend_type = typename Run::B;
+  /// std::span<T> for host parameters, backend::device_span<T> for device parameters.
+  using span_type = typename Run::Span;
+  /// True when the schedule measures and re-plans (batch sizes, period) during the run.
+  static constexpr bool adaptive = Run::measuring;
+
+  /// Validates options and schedule (std::invalid_argument naming the field) against the
+  /// communicator's size.
+  Trainer(Comm comm, Options options, Schedule schedule = {}, Update update = {})
+      : Run(std::move(comm), std::move(options), std::move(schedule), std::move(update)) {}
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Runs until `stop` (Epochs{e}, Steps{n} or Rounds{n}) or until a callback asks to stop,
+  /// then finishes: `model` holds the consensus, the same on every worker. Callbacks are
+  /// detected at compile time: on_begin(const RunInfo&), on_step(const StepInfo&),
+  /// on_round(const RoundStats&), on_end(const Report&); a hook returning true asks to stop.
+  template <class Stop, class... Callbacks>
+  Report optimize(Model& model, const Stop& stop, Callbacks&&... callbacks) {
+    static_assert(StopCondition<Stop>, "cocod: optimize(model, stop) says when to stop with cocod::Epochs{e}, "
+                                       "cocod::Steps{n} or cocod::Rounds{n}");
+    if constexpr (StopCondition<Stop>) {
+      begin(model, stop);
+      (callbacks::hooks::begin(callbacks, this->info_), ...);
+      while (this->pos_.step < this->pos_.total_steps) {
+        const double loss = advance(model, this->parameters(model, "step"), next_batch());
+        bool stop_asked = false;
+        const StepInfo s{this->pos_.step - 1, loss, this->pos_.learning_rate};
+        ((stop_asked |= callbacks::hooks::step(callbacks, s)), ...);
+        if (this->pos_.round_ended) ((stop_asked |= callbacks::hooks::round(callbacks, last_round())), ...);
+        if (stop_asked) request_stop();
+        if (this->pos_.round_ended && stop_agreed()) {
+          this->recorder_.stopped_early();
+          break;
+        }
+      }
+      const std::size_t closed = this->recorder_.report().rounds.size();
+      Report report = finish(model);
+      if (report.rounds.size() > closed)  // finish() closed a last, partial round
+        (callbacks::hooks::round(callbacks, report.rounds.back()), ...);
+      (callbacks::hooks::end(callbacks, report), ...);
+      return report;
+    }
+  }
+
+  /// Step-level API. Starts a run of unknown length; every worker must call it. It agrees on
+  /// the parameter count (DistributedError on every worker if they differ), broadcasts rank 0's
+  /// parameters and computes the weights w_i. Then: next_batch() and step() until you stop,
+  /// and finish().
+  void begin(Model& model) {
+    this->setup(model, Derived::name, [&](std::size_t n) { self().allocate(n); },
+                [&](span_type x) { self().start(x); });
+  }
+  /// Starts a run whose length is given by Epochs, Steps or Rounds (info().total_steps).
+  template <class Stop>
+  void begin(Model& model, const Stop& stop) {
+    static_assert(StopCondition<Stop>, "cocod: begin(model, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
+                                       "cocod::Rounds{n}");
+    begin(model);
+    if constexpr (StopCondition<Stop>) this->set_length(stop.steps(this->info_.steps_per_epoch, this->plan_.period));
+  }
+
+  /// This worker's next mini-batch of sample indices from its deterministic sampler (valid until
+  /// the next call). Its size is the plan's M_i, which an adaptive schedule changes between rounds.
+  [[nodiscard]] std::span<const std::size_t> next_batch() { return this->draw(); }
+
+  /// One local step on `batch` (indices in [0, num_samples()); std::out_of_range otherwise), and
+  /// at the k-th step of a round the round's end. Every worker calls step the same number of
+  /// times. Returns this worker's mini-batch loss.
+  double step(Model& model, std::span<const std::size_t> batch) {
+    auto x = this->parameters(model, "step");
+    this->check_batch(batch);
+    return advance(model, x, batch);
+  }
+
+  /// Ends the run: finishes a partial round, waits for communication in flight and leaves the
+  /// consensus model (the same on every worker) in `model`. Returns this worker's report.
+  Report finish(Model& model) {
+    auto x = this->parameters(model, "finish");
+    this->close_partial_round();
+    self().finish_run(x);
+    return this->end_run();
+  }
+
+  /// Asks every worker to stop. The request travels with the next reduced buffer; the run stops
+  /// at the first round end after every worker has received it (the next round, or two for
+  /// Pipe-SGD), so all workers stop at the same step. In a loop of your own: stop once
+  /// round_ended() && stop_agreed(), then call finish().
+  void request_stop() noexcept { this->control_.vote(); }
+  /// Records this worker's steps, waits and collectives into `lane` (nullptr: stop recording).
+  /// Set it before begin(); see cocod/trace/timeline.hpp for the Chrome trace.
+  void trace(trace::Lane* lane) noexcept { this->recorder_.trace(lane); }
+
+  /// True once a stop request of any worker has reached this worker.
+  [[nodiscard]] bool stop_agreed() const noexcept { return this->control_.state().stop_agreed; }
+  /// True if the last step() ended a round.
+  [[nodiscard]] bool round_ended() const noexcept { return this->pos_.round_ended; }
+  /// The statistics of the last round that ended (after round_ended()).
+  [[nodiscard]] const RoundStats& last_round() const { return this->recorder_.report().rounds.back(); }
+  /// Facts about the run; period, batch_size and weight are those of the current plan.
+  [[nodiscard]] const RunInfo& info() const noexcept { return this->info_; }
+  [[nodiscard]] const Options& options() const noexcept { return this->options_; }
+  [[nodiscard]] const Comm& communicator() const noexcept { return this->comm_; }
+  [[nodiscard]] std::size_t steps_taken() const noexcept { return this->pos_.step; }
+
+ protected:
+  ~Trainer() = default;
+
+  // The defaults of the optional members: nothing to do.
+  void start(span_type) {}
+  void communicate(span_type, scalar_type) {}
+  void end_round(span_type) {}
+  void finish_run(span_type) {}
+
+ private:
+  Derived& self() noexcept { return static_cast<Derived&>(*this); }
+
+  double advance(Model& model, span_type x, std::span<const std::size_t> batch) {
+    return this->run_step([&](scalar_type lr) { return self().compute(model, x, batch, lr); },
+                          [&](scalar_type lr) { self().communicate(x, lr); }, [&] { self().end_round(x); });
+  }
+};
+
+}  // namespace cocod
