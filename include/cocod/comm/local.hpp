@@ -5,7 +5,6 @@
 #include <string>
 
 #include "cocod/comm/communicator.hpp"
-#include "cocod/model/concepts.hpp"
 
 namespace cocod::comm {
 

@@ -8,12 +8,12 @@
 #include <limits>
 #include <memory>
 #include <span>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "cocod/comm/communicator.hpp"
-#include "cocod/model/concepts.hpp"
+#include "cocod/errors.hpp"
 
 namespace cocod::comm {
 
@@ -29,13 +29,9 @@ struct Link {
   }
 
   void validate() const {
-    auto fail = [](const char* field, const char* rule, double got) {
-      std::ostringstream os;
-      os << "cocod::comm::Link: " << field << " " << rule << " (got " << got << ")";
-      throw std::invalid_argument(os.str());
-    };
-    if (!(latency >= 0.0) || !std::isfinite(latency)) fail("latency", "must be a finite number >= 0 seconds", latency);
-    if (!(bandwidth > 0.0)) fail("bandwidth", "must be > 0 bytes per second", bandwidth);
+    if (!(latency >= 0.0) || !std::isfinite(latency))
+      invalid_setting("cocod::comm::Link", "latency", "must be a finite number >= 0 seconds", latency);
+    if (!(bandwidth > 0.0)) invalid_setting("cocod::comm::Link", "bandwidth", "must be > 0 bytes per second", bandwidth);
   }
 
   /// Ring all-reduce of `bytes` over n workers: 2(n-1) alpha + 2(n-1)/n * bytes/beta.
@@ -87,7 +83,6 @@ class Throttled {
   [[nodiscard]] int rank() const { return inner_.rank(); }
   [[nodiscard]] int size() const { return inner_.size(); }
   [[nodiscard]] const Link& link() const noexcept { return link_; }
-  [[nodiscard]] C& inner() noexcept { return inner_; }
 
   // Spans of any memory the inner communicator accepts (std::span, device_span).
   template <class Span>
