@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -92,6 +94,69 @@ TEST_CASE("a worker that throws ends the group; its exception is the one rethrow
                        "worker one broke", std::runtime_error);
   CHECK(aborted == 2);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+namespace {
+struct WorkerFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace
+
+TEST_CASE("run rethrows the failing worker's error, not the Aborted of the lower ranks it stopped") {
+  std::atomic<int> waiting{0}, aborted{0};
+  CHECK_THROWS_WITH_AS(cocod::comm::Threads::run(4,
+                                                 [&](cocod::comm::Threads comm) {
+                                                   if (comm.rank() == 2) {
+                                                     while (waiting < 3) std::this_thread::yield();
+                                                     throw WorkerFailure("rank 2 broke");
+                                                   }
+                                                   std::vector<float> v(8, 1.0f);
+                                                   ++waiting;
+                                                   try {
+                                                     comm.all_reduce(std::span<float>(v));  // rank 2 never joins
+                                                   } catch (const cocod::Aborted&) {
+                                                     ++aborted;
+                                                     throw;
+                                                   }
+                                                 }),
+                       "rank 2 broke", WorkerFailure);
+  CHECK(aborted == 3);
+}
+
+TEST_CASE("the shared worker runner rethrows the originating error even when an Aborted was caught first") {
+  // Rank 0 ends with Aborted before rank 2 fails: the order of the failures in time does not
+  // decide, the kind does (comm::Nccl, whose aborted calls fail late, relies on it).
+  std::atomic<bool> rank0_caught{false};
+  std::atomic<int> left{0};
+  std::vector<std::string> reasons;
+  std::mutex m;
+  CHECK_THROWS_WITH_AS(cocod::comm::detail::run_workers(
+                           3,
+                           [&](int r) {
+                             if (r == 0) throw cocod::Aborted("collective aborted");
+                             if (r == 2) {
+                               while (!rank0_caught) std::this_thread::yield();
+                               throw WorkerFailure("rank 2 broke");
+                             }
+                           },
+                           [&](const std::string& reason) {
+                             std::lock_guard lock(m);
+                             reasons.push_back(reason);
+                             if (reason == "worker 0 stopped") rank0_caught = true;
+                           },
+                           [&](int) { ++left; }),
+                       "rank 2 broke", WorkerFailure);
+  CHECK(left == 3);
+  REQUIRE(reasons.size() == 2);
+  CHECK(reasons[0] == "worker 0 stopped");
+  CHECK(reasons[1] == "worker 2 failed: rank 2 broke");
+}
+
+TEST_CASE("when every worker ended with Aborted, run rethrows the lowest rank's") {
+  CHECK_THROWS_WITH_AS(cocod::comm::detail::run_workers(
+                           3, [](int r) { throw cocod::Aborted("stopped " + std::to_string(r)); },
+                           [](const std::string&) {}, [](int) {}),
+                       "stopped 0", cocod::Aborted);
 }
 
 TEST_CASE("mismatched collectives raise the same error on every worker") {

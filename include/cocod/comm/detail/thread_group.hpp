@@ -5,10 +5,6 @@
 // The shared state of comm::Threads: N worker threads, one communication thread per worker
 // that executes that worker's collectives in posting order (a TicketRing), and a barrier that
 // can be aborted so that no thread is left waiting when another fails or leaves.
-#include <Eigen/Core>
-
-#include <algorithm>
-#include <array>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +17,7 @@
 #include <vector>
 
 #include "cocod/comm/communicator.hpp"
+#include "cocod/comm/detail/rank_order.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
 #include "cocod/errors.hpp"
 
@@ -102,7 +99,7 @@ class Group {
   explicit Group(int workers)
       : size_(workers),
         barrier_(workers),
-        slots_(static_cast<std::size_t>(workers)),
+        posted_(static_cast<std::size_t>(workers)),
         partial_(static_cast<std::size_t>(workers)) {
     for (int r = 0; r < workers; ++r) channels_.push_back(std::make_unique<Channel>());
     for (int r = 0; r < workers; ++r)
@@ -142,10 +139,6 @@ class Group {
   }
 
  private:
-  struct Slot {
-    Job job;
-  };
-
   void serve(int rank) {
     Channel& c = channel(rank);
     for (;;) {
@@ -175,11 +168,12 @@ class Group {
   template <class T>
   void execute(int rank, const Job& job) {
     const auto r = static_cast<std::size_t>(rank);
-    slots_[r].job = job;
+    const auto N = static_cast<std::size_t>(size_);
+    posted_[r] = job;
     barrier_.arrive_and_wait();
-    // Every worker checks the same slots, so every worker raises the same error.
-    for (int q = 0; q < size_; ++q) {
-      const Job& other = slots_[static_cast<std::size_t>(q)].job;
+    // Every worker checks the same collectives, so every worker raises the same error.
+    for (std::size_t q = 0; q < N; ++q) {
+      const Job& other = posted_[q];
       if (other.op != job.op || other.is_double != job.is_double || other.count != job.count ||
           other.root != job.root)
         throw DistributedError(
@@ -190,39 +184,28 @@ class Group {
     T* mine = static_cast<T*>(job.data);
     if (job.op == Op::broadcast) {
       if (rank != job.root)
-        std::memcpy(mine, slots_[static_cast<std::size_t>(job.root)].job.data,
-                    job.count * sizeof(T));
+        std::memcpy(mine, posted_[static_cast<std::size_t>(job.root)].data, job.count * sizeof(T));
       barrier_.arrive_and_wait();  // root's buffer stays untouched until all have copied
       return;
     }
     // All-reduce: worker q sums slice q over all workers in rank order (a fixed order, so the
     // result does not depend on thread timing), then every worker gathers all slices.
-    auto slice = [&](int q) {
-      const std::size_t n = job.count, N = static_cast<std::size_t>(size_);
-      const std::size_t qq = static_cast<std::size_t>(q);
-      return std::pair{qq * n / N, (qq + 1) * n / N};
-    };
-    const auto [lo, hi] = slice(rank);
+    const auto [lo, hi] = slice(r, job.count, N);
     auto& out = partial_[r];
     if (out.size() < (hi - lo) * sizeof(T)) out.resize((hi - lo) * sizeof(T));
-    using Map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-    using ConstMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-    const auto len = static_cast<Eigen::Index>(hi - lo);
-    Map sum(reinterpret_cast<T*>(out.data()), len);
-    sum = ConstMap(static_cast<const T*>(slots_[0].job.data) + lo, len);
-    for (std::size_t q = 1; q < slots_.size(); ++q)
-      sum += ConstMap(static_cast<const T*>(slots_[q].job.data) + lo, len);
+    sum_in_rank_order(reinterpret_cast<T*>(out.data()), hi - lo, N,
+                      [&](std::size_t q) { return static_cast<const T*>(posted_[q].data) + lo; });
     barrier_.arrive_and_wait();
-    for (int q = 0; q < size_; ++q) {
-      const auto [qlo, qhi] = slice(q);
-      std::memcpy(mine + qlo, partial_[static_cast<std::size_t>(q)].data(), (qhi - qlo) * sizeof(T));
+    for (std::size_t q = 0; q < N; ++q) {
+      const auto [qlo, qhi] = slice(q, job.count, N);
+      std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));
     }
     // The next collective's first barrier keeps partial_ intact until everyone has copied.
   }
 
   int size_;
   AbortableBarrier barrier_;
-  std::vector<Slot> slots_;
+  std::vector<Job> posted_;  // each worker's current collective, read by all
   std::vector<std::vector<std::byte>> partial_;
   std::vector<std::unique_ptr<Channel>> channels_;
 };

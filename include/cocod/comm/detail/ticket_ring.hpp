@@ -9,7 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "cocod/comm/communicator.hpp"
@@ -27,6 +30,20 @@ struct Collective {
   std::size_t count = 0;
   int root = 0;
 };
+
+/// The collective `op` on a host buffer of float or double.
+template <class T>
+[[nodiscard]] Collective collective(Op op, std::span<T> buffer, int root) noexcept {
+  return Collective{op, std::is_same_v<T, double>, buffer.data(), buffer.size(), root};
+}
+
+/// Throws std::invalid_argument unless `root` is a rank of `size` workers; `where` names the
+/// caller, `unit` follows the size in the message.
+inline void check_root(const char* where, int root, int size, const char* unit = "") {
+  if (root < 0 || root >= size)
+    throw std::invalid_argument(std::string(where) + ": root " + std::to_string(root) + " is not a rank of " +
+                                std::to_string(size) + unit);
+}
 
 inline std::string describe(const Collective& c) {
   return std::string(c.op == Op::all_reduce ? "all_reduce" : "broadcast") + " of " + std::to_string(c.count) +
