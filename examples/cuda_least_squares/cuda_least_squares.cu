@@ -104,6 +104,17 @@ class GpuLeastSquares {
 }  // namespace
 
 int main(int argc, char** argv) {
+  example::Args defaults;
+  defaults.learning_rate = 0.2;
+  defaults.batch = 1024;
+  defaults.epochs = 5;
+  example::Cli options(
+      "Least squares on the GPU (cuBLAS gradients, device-side optimizer): round times of each algorithm.", defaults);
+  options.app().add_option("--dim", dim, "model dimension")
+      ->type_name("D")->capture_default_str()->check(cli::whole(1, 1u << 20))->group("Least squares");
+  options.app().add_option("--samples", samples, "samples per worker")
+      ->type_name("S")->capture_default_str()->check(cli::whole(1, 1u << 26))->group("Least squares");
+  const auto args = options.parse(argc, argv);
   int devices = 0;
   const cudaError_t status = cudaGetDeviceCount(&devices);
   if (status != cudaSuccess || devices == 0) {
@@ -111,14 +122,6 @@ int main(int argc, char** argv) {
                  status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
     return 1;
   }
-  example::Args defaults;
-  defaults.learning_rate = 0.2;
-  defaults.batch = 1024;
-  defaults.epochs = 5;
-  const auto args = example::parse(argc, argv,
-      "Least squares on the GPU (cuBLAS gradients, device-side optimizer): round times of each algorithm.", defaults);
-  if (args.dim) dim = static_cast<int>(args.dim);
-  if (args.samples) samples = args.samples;
   auto make = [&](int rank, int) { return GpuLeastSquares(args.seed, rank); };
   auto evaluate = [&](GpuLeastSquares& m) {
     std::vector<double> x(m.parameters().begin(), m.parameters().end());

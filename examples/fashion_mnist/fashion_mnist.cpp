@@ -9,7 +9,6 @@
 #include <cocod.hpp>
 
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,38 +17,25 @@
 #include "models.hpp"
 
 int main(int argc, char** argv) {
-  std::string model = "mlp", data = "/usr/share/datasets/fashion-mnist";
-  bool non_iid = false;
-  // Options of this example, taken out before the common ones are parsed.
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--model" && i + 1 < argc) {
-      model = argv[++i];
-    } else if (a == "--data" && i + 1 < argc) {
-      data = argv[++i];
-    } else if (a == "--non-iid") {
-      non_iid = true;
-    } else {
-      if (a == "--help" || a == "-h")
-        std::printf("Example options: --model mlp|logreg (default mlp), --data DIR (default %s),\n"
-                    "  --non-iid (each worker mostly sees a few classes)\n\n", data.c_str());
-      rest.push_back(argv[i]);
-    }
-  }
-  if (model != "mlp" && model != "logreg") example::usage_error(argv[0], "unknown model '" + model + "' (mlp or logreg)");
-  int rest_argc = static_cast<int>(rest.size());
-  char** rest_argv = rest.data();
-
   example::Args defaults;  // the demo's settings: every algorithm reaches the quality bar with them
-  defaults.learning_rate = model == "mlp" ? 0.02 : 0.05;
+  defaults.learning_rate = 0.02;  // 0.05 for logreg, below
   defaults.momentum = 0.9;
   defaults.cosine = true;
   defaults.batch = 64;
   defaults.epochs = 12;
   defaults.auto_period = true;
-  const auto args = example::parse(rest_argc, rest_argv,
-      "Fashion-MNIST: test accuracy, training loss and round times of each algorithm.", defaults);
+  example::Cli options("Fashion-MNIST: test accuracy, training loss and round times of each algorithm.", defaults);
+  std::string model = "mlp", data = "/usr/share/datasets/fashion-mnist";
+  bool non_iid = false;
+  const char* g = "Fashion-MNIST";
+  options.app().add_option("--model", model, "mlp (784-256-128-10) or logreg (multinomial logistic regression)")
+      ->type_name("mlp|logreg")->capture_default_str()->check(cli::one_of({"mlp", "logreg"}))->group(g);
+  options.app().add_option("--data", data, "the directory of the gzipped IDX files")
+      ->type_name("DIR")->capture_default_str()->group(g);
+  options.app().add_flag("--non-iid", non_iid, "each worker mostly sees a few classes")->group(g);
+  options.app().get_option("--lr")->default_str("0.02 (mlp), 0.05 (logreg)");
+  example::Args args = options.parse(argc, argv);
+  if (model == "logreg" && !options.given("--lr")) args.learning_rate = 0.05;
 
   idx::Dataset train, test;
   try {
@@ -67,7 +53,7 @@ int main(int argc, char** argv) {
   std::size_t parameters = 0;
   for (std::size_t l = 0; l + 1 < sizes.size(); ++l) parameters += static_cast<std::size_t>(sizes[l + 1]) * (sizes[l] + 1);
 
-  return example::compare(rest_argc, rest_argv, args, parameters,
+  return example::compare(argc, argv, args, parameters,
       [&](int rank, int workers) { return fmnist::Network(fmnist::shard(train, rank, workers, non_iid, args.seed, scaling), sizes, args.seed); },
       [&](fmnist::Network& net) {
         return std::vector<std::pair<std::string, double>>{{"test_accuracy", net.accuracy(test_set)}};

@@ -65,11 +65,14 @@ int main(int argc, char** argv) {
   defaults.learning_rate = 1.0;
   defaults.batch = 2048;
   defaults.epochs = 10;
-  const auto args = example::parse(argc, argv,
+  example::Cli options(
       "Least squares on synthetic data: distance to the closed-form optimum and round times of each algorithm.",
       defaults);
-  if (args.dim) dim = static_cast<Eigen::Index>(args.dim);
-  if (args.samples) samples_per_worker = args.samples;
+  options.app().add_option("--dim", dim, "model dimension")
+      ->type_name("D")->capture_default_str()->check(cli::whole(1, 1u << 26))->group("Least squares");
+  options.app().add_option("--samples", samples_per_worker, "samples per worker")
+      ->type_name("S")->capture_default_str()->check(cli::whole(1, 1u << 26))->group("Least squares");
+  const auto args = options.parse(argc, argv);
 
   // The closed-form optimum of the global problem, (sum_w A_w A_w^T) x = sum_w A_w b_w, on rank 0
   // after training; skipped (NaN) when the Gram matrix would be too large to form quickly.

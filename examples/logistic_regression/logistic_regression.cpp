@@ -78,9 +78,10 @@ int main(int argc, char** argv) {
   defaults.learning_rate = 0.5;
   defaults.batch = 256;
   defaults.epochs = 3;
-  const auto args = example::parse(argc, argv,
+  example::Cli options(
       "Logistic regression on data from a known model: held-out accuracy against the true model's, per algorithm.",
       defaults);
+  const auto args = options.parse(argc, argv);
   const Data test = make_data(args.seed, 1u << 30, test_samples);
   const Eigen::VectorXd w_star = truth(args.seed);
   const double best = accuracy(w_star, test);

@@ -1,0 +1,270 @@
+#pragma once
+// The examples' common command line: which algorithms, the communicator and the link, training
+// settings and outputs. An example adds its own options to app() before parse(). Example code,
+// not part of the library.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace example {
+
+struct Args {
+  std::vector<std::string> algorithms{"cocod", "ssgd", "local", "pipe"};
+  int workers = 2;
+  std::size_t period = 8;
+  double bandwidth_gbit = 1.0;
+  std::optional<double> latency_us = 50.0;  // nullopt: "auto"
+  std::uint64_t seed = 1;
+  double epochs = 3;
+  double learning_rate = 0.05;
+  double momentum = 0.0;
+  std::size_t batch = 256;
+  std::string csv;
+  bool progress = true;
+  std::string comm = "threads";  // or "mpi": one worker per MPI process, "nccl": one per GPU
+  std::string mpi_progress = "polling_thread";
+  bool mpi_native = false;       // MPI's own all-reduce instead of the rank-ordered one
+  double mpi_poll_us = 500;      // polling thread's longest sleep between MPI_Test calls
+  bool link_given = false;       // --bandwidth or --latency on the command line
+  bool auto_period = false;      // --period auto: the smallest k with k*c >= m, re-measured
+  std::size_t max_period = 32;
+  std::vector<std::string> samplings{"equal"};  // and/or "proportional" (from measured speeds)
+  std::vector<double> slowdown;  // per rank, 1 = normal speed (empty: nobody slowed)
+  bool cosine = false;           // --lr-schedule cosine
+  std::string trace;             // Chrome trace file
+  std::string curve;             // CSV of the metrics against wall time
+  double curve_every = 0.5;      // epochs between two points of the curve
+  bool brief = false;            // the short table (the demo's)
+  double comm_ratio = 1.0;       // --compute-ratio: with --latency auto, m = k*c / comm_ratio
+};
+
+/// The communicators this build offers (--comm).
+inline std::vector<std::string> communicators() {
+  std::vector<std::string> c{"threads"};
+#ifdef COCOD_HAS_MPI
+  c.push_back("mpi");
+#endif
+#if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
+  c.push_back("nccl");
+#endif
+  return c;
+}
+
+/// --comm: one of communicators(), with the way to get MPI when this build lacks it.
+inline CLI::Validator communicator_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+#ifndef COCOD_HAS_MPI
+        if (text == "mpi") return std::string("this build has no MPI (install libboost-mpi-dev and rebuild)");
+#endif
+        return cli::one_of(communicators())(text);
+      },
+      "");
+}
+
+/// --slowdown R:F,...: ranks (whole numbers) and factors >= 1.
+inline CLI::Validator slowdown_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        const auto items = cli::split(text);
+        if (items.empty()) return "needs RANK:FACTOR pairs, like 2:3.0" + cli::got(text);
+        for (const auto& item : items) {
+          const auto colon = item.find(':');
+          unsigned long long rank = 0;
+          double factor = 0;
+          if (colon == std::string::npos || !cli::parse_whole(item.substr(0, colon), 0, 4095, rank))
+            return "needs RANK:FACTOR pairs with a rank from 0 to 4095, like 2:3.0" + cli::got(item);
+          if (!cli::parse_real(item.substr(colon + 1), 1, 1e6, false, false, factor))
+            return "needs a factor from 1 to 1e6 after the rank, like 2:3.0" + cli::got(item);
+        }
+        return std::string();
+      },
+      "");
+}
+
+/// A whole number in [1, max] or "auto".
+inline CLI::Validator whole_or_auto(unsigned long long max) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        unsigned long long v = 0;
+        if (text == "auto" || cli::parse_whole(text, 1, max, v)) return std::string();
+        return "needs a whole number from 1 to " + std::to_string(max) + " or 'auto'" + cli::got(text);
+      },
+      "");
+}
+
+/// A number >= 0 or "auto".
+inline CLI::Validator real_or_auto(double max) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        double v = 0;
+        if (text == "auto" || cli::parse_real(text, 0, max, false, false, v)) return std::string();
+        return "needs a number from 0 to " + cli::number_text(max) + " or 'auto'" + cli::got(text);
+      },
+      "");
+}
+
+/// The common options, bound to an Args; the example adds its own to app().
+class Cli {
+ public:
+  /// `what`: the example's one-line summary; `defaults`: its settings when no flag is given.
+  Cli(const std::string& what, Args defaults) : a_(std::move(defaults)), app_(what) {
+    cli::last_value_wins(app_);
+    app_.get_formatter()->column_width(26);
+    text_.algo = a_.algorithms == std::vector<std::string>{"cocod", "ssgd", "local", "pipe"} ? "all" : cli::join(a_.algorithms);
+    text_.period = a_.auto_period ? "auto" : std::to_string(a_.period);
+    text_.sampling = cli::join(a_.samplings);
+    text_.latency = a_.latency_us ? cli::number_text(*a_.latency_us) : "auto";
+    text_.lr_schedule = a_.cosine ? "cosine" : "constant";
+    add_algorithms();
+    add_link();
+    add_training();
+    add_output();
+  }
+
+  CLI::App& app() { return app_; }
+
+  /// Parses the command line: --help prints the options and exits 0; a bad value or an unknown
+  /// flag prints a message naming the flag and exits 2.
+  Args parse(int argc, char** argv) {
+    cli::parse(app_, argc, argv);
+    return settings();
+  }
+
+  /// Whether `flag` was on the command line.
+  [[nodiscard]] bool given(const std::string& flag) const { return app_.count(flag) > 0; }
+
+ private:
+  void add_algorithms();
+  void add_link();
+  void add_mpi(const char* group);
+  void add_training();
+  void add_output();
+  Args settings() const;
+
+  Args a_;
+  CLI::App app_;
+  struct {
+    std::string algo, period, sampling, latency, lr_schedule;
+    std::vector<std::string> slowdown;  // one entry per --slowdown
+  } text_;  // options read as text, turned into a_'s fields by settings()
+  bool no_progress_ = false;
+};
+
+inline void Cli::add_algorithms() {
+  const char* g = "Algorithms";
+  app_.add_option("--algo", text_.algo, "algorithms to run, comma-separated: cocod, ssgd, local, pipe or all")
+      ->type_name("LIST")->capture_default_str()->check(cli::list_of({"cocod", "ssgd", "local", "pipe", "all"}))->group(g);
+  app_.add_option("--period", text_.period,
+                  "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
+                  "all-reduce, measured and re-checked during the run")
+      ->type_name("K|auto")->capture_default_str()->check(whole_or_auto(1000000))->group(g);
+  app_.add_option("--max-period", a_.max_period, "the largest k that --period auto may choose")
+      ->type_name("K")->capture_default_str()->check(cli::whole(1, 1000000))->group(g);
+  app_.add_option("--sampling", text_.sampling,
+                  "equal, proportional or both (comma-separated): batch sizes equal, or\n"
+                  "proportional to the workers' speeds measured during the run")
+      ->type_name("LIST")->capture_default_str()->check(cli::list_of({"equal", "proportional"}))->group(g);
+  app_.add_option("--slowdown", text_.slowdown, "make worker R F times slower (it sleeps F-1 times its compute time)")
+      ->type_name("R:F,..")->check(slowdown_check())->group(g)
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+inline void Cli::add_link() {
+  const char* g = "Workers and link";
+  std::string comm_help = "threads: in-process workers";
+#ifdef COCOD_HAS_MPI
+  comm_help += "; mpi: one worker per MPI process under mpiexec";
+#endif
+#if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
+  comm_help += "; nccl: one worker per GPU";
+#endif
+  app_.add_option("--comm", a_.comm, comm_help)
+      ->type_name(cli::join(communicators(), "|"))->capture_default_str()->check(communicator_check())->group(g);
+  app_.add_option("--workers", a_.workers, "in-process workers with --comm threads")
+      ->type_name("N")->capture_default_str()->check(cli::whole(1, 4096))->group(g);
+  app_.add_option("--bandwidth", a_.bandwidth_gbit,
+                  "throttle collectives to a link of this bandwidth in Gbit/s (with --comm\n"
+                  "mpi the real network is used unless --bandwidth or --latency is given)")
+      ->type_name("GBIT")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  app_.add_option("--latency", text_.latency,
+                  "link latency in microseconds; 'auto' picks it so that one all-reduce\n"
+                  "costs about K local steps")
+      ->type_name("US|auto")->capture_default_str()->check(real_or_auto(1e9))->group(g);
+  app_.add_option("--compute-ratio", a_.comm_ratio, "with --latency auto: one all-reduce costs K local steps / R")
+      ->type_name("R")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  add_mpi(g);
+}
+
+inline void Cli::add_mpi([[maybe_unused]] const char* g) {
+#ifdef COCOD_HAS_MPI
+  app_.add_option("--mpi-progress", a_.mpi_progress, "who drives MPI's progress with --comm mpi")
+      ->type_name("P")->capture_default_str()->check(cli::one_of({"polling_thread", "blocking_thread", "caller"}))->group(g);
+  app_.add_option("--mpi-poll-us", a_.mpi_poll_us, "the polling thread's longest sleep between MPI_Test calls")
+      ->type_name("US")->capture_default_str()->check(cli::real(0, 1e7))->group(g);
+  app_.add_flag("--mpi-native", a_.mpi_native, "MPI's own all-reduce (not bitwise equal to --comm threads)")->group(g);
+#endif
+}
+
+inline void Cli::add_training() {
+  const char* g = "Training";
+  app_.add_option("--epochs", a_.epochs, "passes over the data")
+      ->type_name("E")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  app_.add_option("--lr", a_.learning_rate, "learning rate")
+      ->type_name("RATE")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  app_.add_option("--lr-schedule", text_.lr_schedule, "constant, or cosine: decay to 0 over the run")
+      ->type_name("S")->capture_default_str()->check(cli::one_of({"constant", "cosine"}))->group(g);
+  app_.add_option("--momentum", a_.momentum, "local momentum, in [0, 1)")
+      ->type_name("MU")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
+  app_.add_option("--batch", a_.batch, "mini-batch size per worker")
+      ->type_name("M")->capture_default_str()->check(cli::whole(1, 1ull << 30))->group(g);
+  app_.add_option("--seed", a_.seed, "seed of data and sampling")
+      ->type_name("S")->capture_default_str()->check(cli::whole(0, 1000000000000000000ull))->group(g);
+}
+
+inline void Cli::add_output() {
+  const char* g = "Output";
+  app_.add_option("--csv", a_.csv, "also write the per-round log of every algorithm to FILE.<algorithm>")
+      ->type_name("FILE")->group(g);
+  app_.add_option("--trace", a_.trace,
+                  "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every run's\n"
+                  "steps, waits and all-reduces per worker to FILE")
+      ->type_name("FILE")->group(g);
+  app_.add_option("--curve", a_.curve, "write the metrics of rank 0's model against wall time to FILE (CSV)")
+      ->type_name("FILE")->group(g);
+  app_.add_option("--curve-every", a_.curve_every, "epochs between two points of the curve")
+      ->type_name("E")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  app_.add_flag("--brief", a_.brief,
+                "the short table: epochs, metrics, wall time, time per round and per\n"
+                "step, time waited, speedup")->group(g);
+  app_.add_flag("--no-progress", no_progress_, "no progress bars")->group(g);
+}
+
+inline Args Cli::settings() const {
+  Args a = a_;
+  a.algorithms.clear();
+  for (const auto& item : cli::split(text_.algo)) {
+    if (item == "all") a.algorithms = {"cocod", "ssgd", "local", "pipe"};
+    else a.algorithms.push_back(item);
+  }
+  a.auto_period = text_.period == "auto";
+  if (!a.auto_period) a.period = std::stoull(text_.period);
+  a.samplings = cli::split(text_.sampling);
+  for (const auto& item : cli::split(cli::join(text_.slowdown))) {
+    const auto colon = item.find(':');
+    const auto rank = static_cast<std::size_t>(std::stoull(item.substr(0, colon)));
+    if (a.slowdown.size() <= rank) a.slowdown.resize(rank + 1, 1.0);
+    a.slowdown[rank] = std::stod(item.substr(colon + 1));
+  }
+  a.latency_us = text_.latency == "auto" ? std::nullopt : std::optional<double>(std::stod(text_.latency));
+  a.link_given = given("--bandwidth") || given("--latency");
+  a.cosine = text_.lr_schedule == "cosine";
+  if (no_progress_) a.progress = false;
+  return a;
+}
+
+}  // namespace example

@@ -1,0 +1,139 @@
+#pragma once
+// One algorithm's run on every worker, with the example's settings: its options and schedule,
+// the slowed workers, the callbacks, and what rank 0 keeps (report, metrics, curve, trace).
+// Example code, not part of the library.
+#include <cocod.hpp>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "observer.hpp"
+#include "options.hpp"
+
+namespace example {
+
+/// A learning rate chosen at run time: constant, or cosine decay to 0 over the run.
+struct LearningRate {
+  bool cosine = false;
+  void validate() const {}
+  [[nodiscard]] double operator()(double base, std::size_t t, std::size_t total) const {
+    return cosine ? cocod::lr::Cosine{}(base, t, total) : base;
+  }
+};
+using Schedule = cocod::schedule::Adaptive<LearningRate>;
+
+inline const char* display_name(const std::string& key) {
+  if (key == "cocod") return "CoCoD-SGD";
+  if (key == "ssgd") return "S-SGD";
+  if (key == "local") return "Local-SGD";
+  return "Pipe-SGD";
+}
+
+/// S-SGD and Pipe-SGD communicate every step: with --period auto each step is their round.
+inline bool per_step(const std::string& key) { return key == "ssgd" || key == "pipe"; }
+
+using Metrics = std::vector<std::pair<std::string, double>>;
+
+/// One point of the curve: metrics of rank 0's model after `wall_s` seconds of training.
+struct Point {
+  double wall_s, epoch;
+  Metrics metrics;
+};
+
+struct Result {
+  std::string key, sampling;  // algorithm and batch sizes ("equal", "proportional")
+  cocod::Report report;
+  Metrics metrics;
+  std::vector<Point> curve;
+  std::shared_ptr<cocod::trace::Timeline> timeline;
+  std::vector<std::size_t> last_batch;  // per worker, the last round's M_i (in-process workers)
+};
+
+inline cocod::Options options_for(const std::string& key, const Args& args) {
+  return {.learning_rate = args.learning_rate, .momentum = args.momentum,
+          .period = per_step(key) && args.auto_period ? 1 : args.period, .batch_size = args.batch, .seed = args.seed};
+}
+
+inline Schedule schedule_for(const std::string& key, const std::string& sampling, const Args& args) {
+  return {.lr = LearningRate{args.cosine}, .balance = sampling == "proportional",
+          .auto_period = args.auto_period && !per_step(key), .max_period = args.max_period};
+}
+
+/// The callbacks one worker runs with: progress bar, CSV log, snapshots for the curve.
+template <class Model>
+Observer<Model> observer_for(const std::string& key, const std::string& sampling, const Args& args, Model& model) {
+  Observer<Model> observer;
+  if (args.progress) observer.bar.emplace();
+  if (!args.csv.empty()) observer.csv.emplace(args.csv + "." + key + (args.samplings.size() > 1 ? "." + sampling : ""));
+  if (!args.curve.empty()) {
+    observer.model = &model;
+    observer.every = args.curve_every;
+  }
+  return observer;
+}
+
+/// The curve: each snapshot evaluated after the run (not on the clock), then the consensus.
+template <class Model, class Evaluate>
+void record_curve(Result& result, Model& model, Observer<Model>& observer, Evaluate& evaluate) {
+  using Backend = cocod::backend_of_model_t<Model>;
+  auto x = cocod::as_span(model.parameters());
+  cocod::backend::buffer<Backend, cocod::scalar_of_t<Model>> final_x;
+  final_x.resize(x.size());
+  cocod::backend::copy(Backend{}, final_x.span(), x);
+  for (auto& s : observer.snapshots) {
+    cocod::backend::copy(Backend{}, x, s.x.span());
+    result.curve.push_back({s.wall_s, s.epoch, evaluate(model.inner)});
+  }
+  cocod::backend::copy(Backend{}, x, final_x.span());
+  result.curve.push_back({result.report.seconds, result.report.epochs, result.metrics});
+}
+
+/// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`.
+template <class Model, class Comm, class Go>
+void with_optimizer(const std::string& key, Comm comm, const cocod::Options& o, const Schedule& s, Go&& go) {
+  if (key == "cocod") go(cocod::Optimizer<Model, Comm, Schedule>{comm, o, s});
+  else if (key == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, s});
+  else if (key == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, s});
+  else go(cocod::PipeSGD<Model, Comm, Schedule>{comm, o, s});
+}
+
+/// Runs one algorithm on every worker, throttled to `link` when `throttle`. make(rank, workers)
+/// builds a worker's model; evaluate(model) returns the example's quality metrics (rank 0).
+template <class Runner, class MakeModel, class Evaluate>
+Result run_one(const Runner& runner, const std::string& key, const std::string& sampling, const Args& args,
+               bool throttle, const cocod::comm::Link& link, MakeModel make, Evaluate evaluate) {
+  using Model = Slowed<std::invoke_result_t<MakeModel, int, int>>;
+  Result result{key, sampling, {}, {}, {}, {}, std::vector<std::size_t>(static_cast<std::size_t>(runner.size()), 0)};
+  const cocod::Options options = options_for(key, args);
+  const Schedule schedule = schedule_for(key, sampling, args);
+  if (!args.trace.empty())
+    result.timeline = std::make_shared<cocod::trace::Timeline>(
+        std::string(display_name(key)) + (args.samplings.size() > 1 ? " (" + sampling + ")" : ""), runner.size());
+  auto train = [&](auto comm, int rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    Model model{make(rank, comm.size()), r < args.slowdown.size() ? args.slowdown[r] : 1.0};
+    Observer<Model> observer = observer_for(key, sampling, args, model);
+    with_optimizer<Model>(key, comm, options, schedule, [&](auto&& opt) {
+      if (result.timeline) opt.trace(&result.timeline->lane(rank));
+      cocod::Report report = opt.optimize(model, cocod::Epochs{args.epochs}, observer);
+      if (!report.rounds.empty()) result.last_batch[r] = report.rounds.back().batch_size;  // own entry
+      if (rank != 0) return;
+      result.report = std::move(report);
+      result.metrics = evaluate(model.inner);
+      if (!args.curve.empty()) record_curve(result, model, observer, evaluate);
+    });
+  };
+  runner.each([&](auto base) {
+    const int rank = base.rank();
+    if (throttle)
+      train(cocod::comm::Throttled<decltype(base)>{base, link}, rank);
+    else
+      train(base, rank);
+  });
+  return result;
+}
+
+}  // namespace example

@@ -1,0 +1,113 @@
+#pragma once
+// Where the examples' workers run (threads of this process, MPI processes, GPUs over NCCL) and
+// the link they share: one local step's time measured, the throttled link sized from it. Example
+// code, not part of the library.
+#include <cocod.hpp>
+#ifdef COCOD_HAS_MPI
+#include <cocod/comm/mpi.hpp>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "options.hpp"
+
+namespace example {
+
+/// Runs a function once per worker: N threads of this process.
+struct ThreadsRunner {
+  int workers;
+  template <class F>
+  void each(F&& f) const {
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads t) { f(t); });
+  }
+  [[nodiscard]] bool prints() const { return true; }
+  [[nodiscard]] int rank() const { return 0; }
+  [[nodiscard]] int size() const { return workers; }
+  [[nodiscard]] const char* name() const { return "threads"; }
+  [[nodiscard]] double from_rank0(double v) const { return v; }
+};
+
+#if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
+/// One worker thread per GPU of this machine, over NCCL.
+struct NcclRunner {
+  std::vector<int> devices;
+  template <class F>
+  void each(F&& f) const {
+    cocod::comm::Nccl::run(devices, [&](cocod::comm::Nccl c) { f(c); });
+  }
+  [[nodiscard]] bool prints() const { return true; }
+  [[nodiscard]] int rank() const { return 0; }
+  [[nodiscard]] int size() const { return static_cast<int>(devices.size()); }
+  [[nodiscard]] const char* name() const { return "GPUs over NCCL"; }
+  [[nodiscard]] double from_rank0(double v) const { return v; }
+};
+#endif
+
+#ifdef COCOD_HAS_MPI
+/// This MPI process's worker.
+struct MpiRunner {
+  cocod::comm::Mpi world;
+  template <class F>
+  void each(F&& f) const {
+    f(world);
+  }
+  [[nodiscard]] bool prints() const { return world.rank() == 0; }
+  [[nodiscard]] int rank() const { return world.rank(); }
+  [[nodiscard]] int size() const { return world.size(); }
+  [[nodiscard]] const char* name() const { return "MPI processes"; }
+  /// Every rank gets rank 0's value (so that all ranks pick the same link).
+  [[nodiscard]] double from_rank0(double v) const {
+    double b[1] = {v};
+    auto copy = world;
+    copy.broadcast(std::span<double>(b), 0);
+    return b[0];
+  }
+};
+
+/// comm::Mpi's settings from --mpi-progress, --mpi-native and --mpi-poll-us.
+inline cocod::comm::MpiOptions mpi_options(const Args& args) {
+  cocod::comm::MpiOptions o;
+  o.progress = args.mpi_progress == "caller"            ? cocod::comm::MpiProgress::caller
+               : args.mpi_progress == "blocking_thread" ? cocod::comm::MpiProgress::blocking_thread
+                                                        : cocod::comm::MpiProgress::polling_thread;
+  o.deterministic = !args.mpi_native;
+  o.poll_interval = std::chrono::microseconds(static_cast<long>(args.mpi_poll_us));
+  o.poll_min = std::min(o.poll_min, o.poll_interval);
+  return o;
+}
+#endif
+
+/// Median seconds of one local step (gradient + update) with all workers computing at once,
+/// to size the link for `--latency auto`.
+template <class Runner, class MakeModel>
+double measure_step_seconds(const Runner& runner, const Args& args, MakeModel make) {
+  using Model = std::invoke_result_t<MakeModel, int, int>;
+  double seconds = 0;
+  runner.each([&](auto comm) {
+    Model model = make(comm.rank(), comm.size());
+    cocod::LocalSGD<Model, cocod::comm::Local> opt{cocod::comm::Local{},
+        {.learning_rate = args.learning_rate, .period = 1000, .batch_size = args.batch, .seed = args.seed}};
+    const auto report = opt.optimize(model, cocod::Steps{40});
+    if (comm.rank() == 0) seconds = report.rounds[0].compute_s / 40.0;
+  });
+  return runner.from_rank0(seconds);
+}
+
+/// The throttled link of --bandwidth and --latency; with --latency auto, the latency that makes
+/// one all-reduce of `bytes` cost about k local steps of `step_s` / --compute-ratio.
+inline cocod::comm::Link size_link(const Args& args, std::size_t bytes, int workers, double step_s) {
+  cocod::comm::Link link = cocod::comm::Link::gbit(args.bandwidth_gbit, args.latency_us.value_or(0.0));
+  if (!args.latency_us) {
+    // one all-reduce ~ k local steps: solve 2(N-1) alpha + 2(N-1)/N S/beta = k c for alpha
+    const double target = static_cast<double>(args.period) * step_s / args.comm_ratio;
+    const double bandwidth_part = link.all_reduce_seconds(bytes, workers);
+    link.latency = workers > 1 ? std::max(0.0, (target - bandwidth_part) / (2.0 * (workers - 1))) : 0.0;
+  }
+  return link;
+}
+
+}  // namespace example
