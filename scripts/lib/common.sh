@@ -25,7 +25,7 @@ ensure_packages() {
 }
 
 # The packages every build needs.
-COCOD_BASE_PACKAGES=(cmake make g++ libeigen3-dev)
+COCOD_BASE_PACKAGES=(cmake make g++ libeigen3-dev libcli11-dev)
 
 # configure_and_build BUILD_DIR [cmake args...]: Release build of the tree into BUILD_DIR.
 configure_and_build() {
