@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"  // examples/common: the command-line checks
 #include "common/table.hpp"
 
 namespace {
@@ -38,18 +39,19 @@ bool check(const std::vector<float>& v, int n) {
 int main(int argc, char** argv) {
   std::size_t min_bytes = 4096, max_bytes = 256u << 20;
   std::string csv;
+  CLI::App app("comm::Mpi's all-reduce against raw MPI_Allreduce (run under mpiexec -n N); sizes from\n"
+               "--min-bytes up to --max-bytes, times 4 each step.");
+  cli::last_value_wins(app);
+  app.add_option("--min-bytes", min_bytes, "the smallest size, in bytes")
+      ->type_name("B")->capture_default_str()->check(cli::whole(4, 1ull << 32));
+  app.add_option("--max-bytes", max_bytes, "the largest size, in bytes")
+      ->type_name("B")->capture_default_str()->check(cli::whole(4, 1ull << 32));
+  app.add_option("--csv", csv, "also write the table to FILE as CSV")->type_name("FILE");
+  cli::parse(app, argc, argv);
+  if (min_bytes > max_bytes)
+    cli::refuse(argv[0], "--min-bytes: needs at most --max-bytes (got " + std::to_string(min_bytes) + " > " +
+                             std::to_string(max_bytes) + ")");
   cocod::comm::Mpi world(argc, argv);
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--min-bytes" && i + 1 < argc) min_bytes = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--max-bytes" && i + 1 < argc) max_bytes = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else {
-      if (world.rank() == 0)
-        std::fprintf(stderr, "usage: mpiexec -n N %s [--min-bytes B] [--max-bytes B] [--csv FILE]\n", argv[0]);
-      return a == "--help" ? 0 : 2;
-    }
-  }
   const int n = world.size(), rank = world.rank();
   cocod::comm::Mpi native(MPI_COMM_WORLD, {.deterministic = false});
   const bool prints = rank == 0;

@@ -14,12 +14,12 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli.hpp"  // examples/common: the command-line checks
 #include "common/table.hpp"
 
 namespace {
@@ -93,16 +93,14 @@ int main(int argc, char** argv) {
   std::size_t mib = 64;  // per array: far beyond the caches
   int repeats = 15;
   std::string csv;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--mib" && i + 1 < argc) mib = std::strtoul(argv[++i], nullptr, 10);
-    else if (a == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
-    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--mib M (per array, default 64)] [--repeats R (default 15)] [--csv FILE]\n", argv[0]);
-      return a == "--help" ? 0 : 2;
-    }
-  }
+  CLI::App app("The CPU backend's kernels against a STREAM triad, for 1 and 2 threads.");
+  cli::last_value_wins(app);
+  app.add_option("--mib", mib, "MiB per array (each thread has three)")
+      ->type_name("M")->capture_default_str()->check(cli::whole(1, 4096));
+  app.add_option("--repeats", repeats, "timed repeats; times are medians over them")
+      ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000));
+  app.add_option("--csv", csv, "also write the table to FILE as CSV")->type_name("FILE");
+  cli::parse(app, argc, argv);
   const std::size_t n = mib * (1u << 20) / sizeof(T);
   const auto ks = kernels();
   const unsigned cores = std::thread::hardware_concurrency();

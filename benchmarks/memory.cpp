@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"  // examples/common: the command-line checks
 #include "common/table.hpp"
 
 namespace {
@@ -79,17 +80,13 @@ int one(const std::string& algo, bool momentum, const std::string& comm, std::si
 int main(int argc, char** argv) {
   std::size_t mib = 64;
   std::string csv;
-  if (argc == 6 && std::string(argv[1]) == "--one")
+  if (argc == 6 && std::string(argv[1]) == "--one")  // one run in its own process (see above)
     return one(argv[2], std::string(argv[3]) == "1", argv[4], std::strtoul(argv[5], nullptr, 10));
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--mib" && i + 1 < argc) mib = std::strtoul(argv[++i], nullptr, 10);
-    else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--mib M (model size, default 64)] [--csv FILE]\n", argv[0]);
-      return a == "--help" ? 0 : 2;
-    }
-  }
+  CLI::App app("Peak resident memory of each algorithm beyond the model, against the design.");
+  cli::last_value_wins(app);
+  app.add_option("--mib", mib, "model size in MiB")->type_name("M")->capture_default_str()->check(cli::whole(1, 4096));
+  app.add_option("--csv", csv, "also write the table to FILE as CSV")->type_name("FILE");
+  cli::parse(app, argc, argv);
   const std::size_t n = mib * (1u << 20) / sizeof(T);
   const double model_bytes = static_cast<double>(n * sizeof(T));
   bench::Table table("peak resident memory beyond the model, per worker, in model sizes; model " + std::to_string(mib) +
