@@ -1,4 +1,4 @@
-// PAPER.md's identity: the weighted average xhat = sum_i w_i x_i of CoCoD-SGD's worker models
+// The identity of CoCoD-SGD (docs/algorithm.md): the weighted average xhat = sum_i w_i x_i of CoCoD-SGD's worker models
 // moves exactly like mini-batch SGD: xhat_{t+1} = xhat_t - lr * sum_i w_i d_i(t), the round-end
 // correction leaving xhat unchanged. Checked at every step, 3 workers of unequal batch size.
 #include <doctest/doctest.h>

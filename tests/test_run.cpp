@@ -95,3 +95,10 @@ TEST_CASE("a run's report, stop votes and counters are what the step-level API s
   REQUIRE(report.rounds.size() == 3);  // the last one partial
   CHECK(report.rounds.back().steps == 1);
 }
+
+TEST_CASE("the version macros agree with the CMake project's version") {
+  CHECK(std::string(COCOD_VERSION_STRING) == COCOD_PROJECT_VERSION);
+  CHECK(std::string(cocod::version_string) ==
+        std::to_string(cocod::version_major) + "." + std::to_string(cocod::version_minor) + "." +
+            std::to_string(cocod::version_patch));
+}

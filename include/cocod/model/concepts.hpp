@@ -77,11 +77,15 @@ namespace model_requirements {
 template <class M>
 using parameters_t = decltype(std::declval<M&>().parameters());
 
+/// parameters() returns a buffer cocod knows (by value, by reference or as a view).
 template <class M>
-concept has_parameters = requires(M& m) {
+concept returns_buffer = requires(M& m) {
   { m.parameters() };
-} && ParameterBuffer<std::remove_cvref_t<parameters_t<M>>> &&
-    (std::is_lvalue_reference_v<parameters_t<M>> || is_parameter_view<std::remove_cvref_t<parameters_t<M>>>::value);
+} && ParameterBuffer<std::remove_cvref_t<parameters_t<M>>>;
+
+template <class M>
+concept has_parameters = returns_buffer<M> && (std::is_lvalue_reference_v<parameters_t<M>> ||
+                                               is_parameter_view<std::remove_cvref_t<parameters_t<M>>>::value);
 
 template <class M>
 concept has_num_samples = requires(const M& m) {
@@ -90,7 +94,7 @@ concept has_num_samples = requires(const M& m) {
 
 template <class M>
 struct traits_of;
-template <has_parameters M>
+template <returns_buffer M>
 struct traits_of<M> {
   using traits = parameter_traits<std::remove_cvref_t<parameters_t<M>>>;
   using scalar = typename traits::scalar;
@@ -98,11 +102,16 @@ struct traits_of<M> {
   using span = decltype(traits::view(std::declval<std::remove_cvref_t<parameters_t<M>>&>()));
 };
 
-template <class M>
-concept has_loss_and_gradient = has_parameters<M> &&
-    requires(M& m, std::span<const std::size_t> batch, typename traits_of<M>::span gradient) {
+template <class M, class Span>
+concept takes_gradient = requires(M& m, std::span<const std::size_t> batch, Span gradient) {
   { m.loss_and_gradient(batch, gradient) } -> std::convertible_to<double>;
 };
+
+template <class M>
+concept has_loss_and_gradient = has_parameters<M> && takes_gradient<M, typename traits_of<M>::span>;
+
+template <class>
+inline constexpr bool always_false = false;
 }  // namespace model_requirements
 
 /// A model cocod can train. Given `M& m`:
@@ -127,22 +136,50 @@ using backend_of_model_t = typename model_requirements::traits_of<M>::backend;
 template <class M>
 using span_of_t = typename model_requirements::traits_of<M>::span;
 
-/// Checks a model type where a user names an optimizer with it; each missing piece gets its
-/// own message instead of a page of template errors.
+/// Checks a model type where a user names an optimizer with it: the first mistake found gets
+/// one message that names it and its fix, instead of a page of template errors.
 template <class M>
 constexpr bool check_model() {
-  static_assert(model_requirements::has_parameters<M>,
-                "cocod::Model: the model type needs a member `parameters()` returning a "
-                "contiguous float or double buffer, by reference (std::vector<T>&, "
-                "Eigen::VectorX<T>&, thrust::device_vector<T>&) or as a view (std::span<T>, "
-                "Eigen::Map, cocod::device_span<T>)");
-  static_assert(model_requirements::has_num_samples<M>,
-                "cocod::Model: the model type needs a const member `num_samples()` returning "
-                "the size of this worker's shard");
-  static_assert(model_requirements::has_loss_and_gradient<M>,
-                "cocod::Model: the model type needs a member `loss_and_gradient(std::span<const "
-                "std::size_t> batch, std::span<T> gradient)` (cocod::device_span<T> for device "
-                "parameters) that writes the gradient and returns the mean loss");
+  using namespace model_requirements;
+  if constexpr (!requires(M& m) { m.parameters(); }) {
+    static_assert(always_false<M>,
+                  "cocod::Model: the model type needs a member `parameters()` returning a contiguous float or "
+                  "double buffer, by reference (std::vector<T>&, Eigen::VectorX<T>&, thrust::device_vector<T>&) "
+                  "or as a view (std::span<T>, Eigen::Map, cocod::device_span<T>)");
+  } else if constexpr (!returns_buffer<M>) {
+    static_assert(always_false<M>,
+                  "cocod::Model: the model type needs a member `parameters()` returning one contiguous float or "
+                  "double buffer (std::vector<T>&, Eigen::VectorX<T>&, std::span<T>, Eigen::Map, "
+                  "cocod::device_span<T>); for a buffer type of your own, specialise cocod::parameter_traits");
+  } else if constexpr (!has_parameters<M>) {
+    static_assert(always_false<M>,
+                  "cocod::Model: the model type needs a member `parameters()` that returns its buffer by "
+                  "reference or as a view; it returns an owning container by value, so cocod would update a "
+                  "copy: write `std::vector<T>& parameters()` (or return std::span<T>)");
+  } else if constexpr (!has_num_samples<M>) {
+    if constexpr (requires(M& m) { { m.num_samples() } -> std::convertible_to<std::size_t>; })
+      static_assert(always_false<M>, "cocod::Model: the model type needs a const member `num_samples()`; its "
+                                     "num_samples() is not const: write `std::size_t num_samples() const`");
+    else
+      static_assert(always_false<M>, "cocod::Model: the model type needs a const member `num_samples()` "
+                                     "returning the size of this worker's shard");
+  } else if constexpr (!has_loss_and_gradient<M>) {
+    using T = typename traits_of<M>::scalar;
+    using Other = std::conditional_t<std::is_same_v<T, float>, double, float>;
+    constexpr bool host = std::is_same_v<typename traits_of<M>::span, std::span<T>>;
+    if constexpr (host && takes_gradient<M, std::span<Other>> && std::is_same_v<T, float>)
+      static_assert(always_false<M>, "cocod::Model: the model type needs a member `loss_and_gradient` whose "
+                                     "gradient has the parameters' scalar: the parameters are float, so write "
+                                     "`double loss_and_gradient(std::span<const std::size_t>, std::span<float>)`");
+    else if constexpr (host && takes_gradient<M, std::span<Other>>)
+      static_assert(always_false<M>, "cocod::Model: the model type needs a member `loss_and_gradient` whose "
+                                     "gradient has the parameters' scalar: the parameters are double, so write "
+                                     "`double loss_and_gradient(std::span<const std::size_t>, std::span<double>)`");
+    else
+      static_assert(always_false<M>, "cocod::Model: the model type needs a member `loss_and_gradient(std::span<const "
+                                     "std::size_t> batch, std::span<T> gradient)` (cocod::device_span<T> for device "
+                                     "parameters) that writes the gradient and returns the mean loss");
+  }
   return Model<M>;
 }
 

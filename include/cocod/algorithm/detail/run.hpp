@@ -37,17 +37,21 @@ struct Position {
 };
 
 template <class Model, class Comm, class Schedule, class Update>
-class Run : RunChecks<Model, Comm> {
+class Run {
+  using Checks = RunChecks<Model, Comm>;
+  using Calls = ModelCalls<Model>;
+  using CommImpl = typename Checks::communicator;
+
  protected:
-  using T = scalar_of_t<Model>;
-  using B = backend_of_model_t<Model>;
-  using Span = span_of_t<Model>;
-  using Exchange = detail::Exchange<Comm, B, T>;
+  using T = typename model_types<Model>::scalar;
+  using B = typename model_types<Model>::backend;
+  using Span = typename model_types<Model>::span;
+  using Exchange = detail::Exchange<CommImpl, B, T>;
   static constexpr bool measuring = schedule::measuring_schedule<Schedule>;
 
   /// Validates options (std::invalid_argument naming the field) against the communicator.
   Run(Comm comm, Options options, Schedule schedule = {}, Update update = {})
-      : comm_(std::move(comm)), options_(std::move(options)), schedule_(std::move(schedule)), update_(std::move(update)) {
+      : comm_(Checks::make(std::move(comm))), options_(std::move(options)), schedule_(std::move(schedule)), update_(std::move(update)) {
     options_.validate(comm_.size());
     schedule_.validate();
   }
@@ -57,7 +61,7 @@ class Run : RunChecks<Model, Comm> {
 
   /// The model's gradient at its current parameters, into g; returns the mean loss.
   double gradient(Model& model, std::span<const std::size_t> batch, Span g) {
-    return static_cast<double>(model.loss_and_gradient(batch, g));
+    return Calls::loss_and_gradient(model, batch, g);
   }
   /// One local update of x with gradient g (momentum and weight decay as the options say).
   void update(Span x, Span g, T lr) { update_state_.apply(x, g, lr); }
@@ -97,9 +101,9 @@ class Run : RunChecks<Model, Comm> {
   void setup(Model& model, const char* name, Allocate&& allocate, Start&& start) {
     if (running_) throw std::logic_error("cocod: begin() called twice without finish()");
     const auto run_start = comm::Clock::now();
-    auto x = as_span(model.parameters());
+    Span x = Calls::parameters(model);
     plan_ = schedule_.plan(options_, comm_.rank(), comm_.size());
-    samples_ = static_cast<std::size_t>(std::as_const(model).num_samples());
+    samples_ = Calls::num_samples(std::as_const(model));
     const Agreed agreed = agree(comm_, x.size(), samples_, plan_.batch_size);
     comm_.broadcast(x, 0);
 
@@ -126,7 +130,7 @@ class Run : RunChecks<Model, Comm> {
   /// The model's parameters during a run (`who` names the call in the error otherwise).
   Span parameters(Model& model, const char* who) {
     if (!running_) throw std::logic_error(std::string("cocod: ") + who + "() called before begin()");
-    auto x = as_span(model.parameters());
+    Span x = Calls::parameters(model);
     if (x.size() != info_.parameters)
       throw std::logic_error("cocod: the model's parameter count changed during the run (" +
                              std::to_string(info_.parameters) + " -> " + std::to_string(x.size()) + ")");
@@ -183,7 +187,7 @@ class Run : RunChecks<Model, Comm> {
     return info_.steps_per_epoch > 0 ? static_cast<double>(pos_.step) / info_.steps_per_epoch : 0.0;
   }
 
-  Comm comm_;
+  CommImpl comm_;
   Options options_;
   Schedule schedule_;
   Update update_;
