@@ -19,7 +19,8 @@ namespace cocod {
 /// | nesterov       | Nesterov momentum (needs momentum > 0)                         | false   |
 /// | weight_decay   | L2 coefficient lambda >= 0, added to the gradient              | 0       |
 /// | period         | k, local steps per round (>= 1)                                | 1       |
-/// | batch_size     | mini-batch size M of an average worker (>= 1)                  | 32      |
+/// | batch_size     | mini-batch size M of an average worker (>= 1); a batch larger  | 32      |
+/// |                | than a shard spans passes (each sample once per pass)          |         |
 /// | speeds         | relative worker speeds (> 0), one per worker; empty = all equal| {}      |
 /// | seed           | seed of the batch sampling; same seed = bitwise same run       | 0       |
 struct Options {
