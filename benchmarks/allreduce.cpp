@@ -34,23 +34,33 @@ bool check(const std::vector<float>& v, int n) {
     if (v[i] != ranks * static_cast<float>(i % 7 + 1)) return false;
   return true;
 }
-}  // namespace
 
-int main(int argc, char** argv) {
+struct Settings {
   std::size_t min_bytes = 4096, max_bytes = 256u << 20;
   std::string csv;
+};
+
+/// The command line, read before MPI starts: a refused one ends with exit status 2.
+Settings parse_command_line(int argc, char** argv) {
+  Settings s;
   CLI::App app("comm::Mpi's all-reduce against raw MPI_Allreduce (run under mpiexec -n N); sizes from\n"
                "--min-bytes up to --max-bytes, times 4 each step.");
   cli::last_value_wins(app);
-  app.add_option("--min-bytes", min_bytes, "the smallest size, in bytes")
+  app.add_option("--min-bytes", s.min_bytes, "the smallest size, in bytes")
       ->type_name("B")->capture_default_str()->check(cli::whole(4, 1ull << 32));
-  app.add_option("--max-bytes", max_bytes, "the largest size, in bytes")
+  app.add_option("--max-bytes", s.max_bytes, "the largest size, in bytes")
       ->type_name("B")->capture_default_str()->check(cli::whole(4, 1ull << 32));
-  app.add_option("--csv", csv, "also write the table to FILE as CSV")->type_name("FILE");
+  app.add_option("--csv", s.csv, "also write the table to FILE as CSV")->type_name("FILE");
   cli::parse(app, argc, argv);
-  if (min_bytes > max_bytes)
-    cli::refuse(argv[0], "--min-bytes: needs at most --max-bytes (got " + std::to_string(min_bytes) + " > " +
-                             std::to_string(max_bytes) + ")");
+  if (s.min_bytes > s.max_bytes)
+    cli::refuse(argv[0], "--min-bytes: needs at most --max-bytes (got " + std::to_string(s.min_bytes) + " > " +
+                             std::to_string(s.max_bytes) + ")");
+  return s;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto [min_bytes, max_bytes, csv] = parse_command_line(argc, argv);
   cocod::comm::Mpi world(argc, argv);
   const int n = world.size(), rank = world.rank();
   cocod::comm::Mpi native(MPI_COMM_WORLD, {.deterministic = false});
