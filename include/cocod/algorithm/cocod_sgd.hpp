@@ -1,8 +1,6 @@
 #pragma once
 // CoCoD-SGD: communication every k steps, overlapped with the next k steps.
 #include "cocod/algorithm/trainer.hpp"
-#include "cocod/schedule/fixed.hpp"
-#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -24,10 +22,7 @@ template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Upd
 class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
   using Base = Trainer<Optimizer, Model, Comm, Schedule, Update>;
   friend Base;
-  using typename Base::T;
-  using typename Base::B;
-  using typename Base::Span;
-  using typename Base::Exchange;
+  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
 
  public:
   static constexpr const char* name = "CoCoD-SGD";

@@ -1,8 +1,6 @@
 #pragma once
 // Local-SGD: k local steps, then a blocking average of the models.
 #include "cocod/algorithm/trainer.hpp"
-#include "cocod/schedule/fixed.hpp"
-#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -15,10 +13,7 @@ template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Upd
 class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
   using Base = Trainer<LocalSGD, Model, Comm, Schedule, Update>;
   friend Base;
-  using typename Base::T;
-  using typename Base::B;
-  using typename Base::Span;
-  using typename Base::Exchange;
+  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
 
  public:
   static constexpr const char* name = "Local-SGD";

@@ -1,8 +1,6 @@
 #pragma once
 // Pipe-SGD: the all-reduce of step t's gradient overlaps step t+1's computation.
 #include "cocod/algorithm/trainer.hpp"
-#include "cocod/schedule/fixed.hpp"
-#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -17,10 +15,7 @@ template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Upd
 class PipeSGD : public Trainer<PipeSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
   using Base = Trainer<PipeSGD, Model, Comm, Schedule, Update>;
   friend Base;
-  using typename Base::T;
-  using typename Base::B;
-  using typename Base::Span;
-  using typename Base::Exchange;
+  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
 
  public:
   static constexpr const char* name = "Pipe-SGD";

@@ -1,8 +1,6 @@
 #pragma once
 // S-SGD: all-reduce the weighted gradients every step, blocking.
 #include "cocod/algorithm/trainer.hpp"
-#include "cocod/schedule/fixed.hpp"
-#include "cocod/update/sgd.hpp"
 
 namespace cocod {
 
@@ -16,10 +14,7 @@ template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Upd
 class SyncSGD : public Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
   using Base = Trainer<SyncSGD, Model, Comm, Schedule, Update>;
   friend Base;
-  using typename Base::T;
-  using typename Base::B;
-  using typename Base::Span;
-  using typename Base::Exchange;
+  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
 
  public:
   static constexpr const char* name = "S-SGD";

@@ -12,8 +12,10 @@
 
 #include "cocod/callbacks/hooks.hpp"
 #include "cocod/report.hpp"
+#include "cocod/schedule/fixed.hpp"
 #include "cocod/stop.hpp"
 #include "cocod/trace/timeline.hpp"
+#include "cocod/update/sgd.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/algorithm/detail/run.hpp"
 #undef COCOD_INTERNAL_INCLUDE
