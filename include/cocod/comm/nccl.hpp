@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <exception>
@@ -12,15 +13,17 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cocod/backend/device_span.hpp"
+#include "cocod/backend/scalar.hpp"
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
-#include "cocod/model/concepts.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/worker_threads.hpp"
+#undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::comm {
 
@@ -120,31 +123,37 @@ class Nccl {
   }
 
   /// Runs fn(Nccl) on one thread per device (NCCL wants one thread per communicator), rank r on
-  /// devices[r]. If a worker throws, the communicators are aborted so the others do not hang,
-  /// and run rethrows the first exception.
+  /// devices[r]. If a worker throws, the communicators are aborted so the others do not hang
+  /// (their collectives fail with cocod::Aborted), and run rethrows the exception of the worker
+  /// that failed, not the Aborted of those it stopped.
   template <class F>
   static void run(const std::vector<int>& devices, F&& fn) {
     const int n = static_cast<int>(devices.size());
     if (n < 1) throw std::invalid_argument("cocod::comm::Nccl::run: needs at least one device");
     std::vector<ncclComm_t> comms(devices.size());
     nccl_detail::check(ncclCommInitAll(comms.data(), n, devices.data()), "ncclCommInitAll");
-    std::vector<std::exception_ptr> errors(devices.size());
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        const auto i = static_cast<std::size_t>(r);
-        try {
-          Nccl comm(std::make_shared<nccl_detail::State>(comms[i], devices[i]));
-          fn(comm);
-        } catch (...) {
-          errors[i] = std::current_exception();
-          for (auto c : comms) ncclCommAbort(c);  // wakes the others; their calls fail
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+    std::atomic<bool> aborted{false};
+    detail::run_workers(
+        n,
+        [&](int r) {
+          const auto i = static_cast<std::size_t>(r);
+          try {
+            Nccl comm(std::make_shared<nccl_detail::State>(comms[i], devices[i]));
+            fn(comm);
+          } catch (const Aborted&) {
+            throw;
+          } catch (const std::exception& e) {
+            // Once the communicators are aborted, every NCCL call fails: a consequence of the
+            // worker that failed first, whose exception is the one to report.
+            if (!aborted) throw;
+            throw Aborted(std::string("cocod::comm::Nccl: collective aborted: ") + e.what());
+          }
+        },
+        [&](const std::string&) {
+          if (!aborted.exchange(true))
+            for (auto c : comms) ncclCommAbort(c);  // wakes the others; their calls fail
+        },
+        [](int) {});
   }
 
   [[nodiscard]] int rank() const noexcept { return state_->rank; }
