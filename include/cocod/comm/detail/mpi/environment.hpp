@@ -1,0 +1,91 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/comm/detail/mpi/environment.hpp is internal: include <cocod/comm/mpi.hpp>"
+#endif
+// MPI itself for comm::Mpi: initializing and finalizing it, datatypes, thread levels, errors;
+// through Boost.MPI or, with COCOD_MPI_BOOST=0, the MPI C API alone (see <cocod/comm/mpi.hpp>).
+#ifndef COCOD_MPI_BOOST
+#define COCOD_MPI_BOOST 1
+#endif
+#if COCOD_MPI_BOOST
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/datatype.hpp>
+#include <boost/mpi/environment.hpp>
+#endif
+#include <mpi.h>
+
+#include <cstddef>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace cocod::comm::mpi_detail {
+
+template <class T>
+MPI_Datatype datatype() {
+#if COCOD_MPI_BOOST
+  return boost::mpi::get_mpi_datatype<T>();
+#else
+  return std::is_same_v<T, double> ? MPI_DOUBLE : MPI_FLOAT;
+#endif
+}
+
+/// Initializes MPI with MPI_THREAD_MULTIPLE unless it already is, and finalizes what it
+/// initialized. With an uncaught exception in flight it aborts the job instead (no rank hangs).
+#if COCOD_MPI_BOOST
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) : env_(argc, argv, boost::mpi::threading::multiple, true) {}
+
+ private:
+  boost::mpi::environment env_;
+};
+#else
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) return;
+    int provided = 0;
+    check_init(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    owner_ = true;
+  }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  ~Environment() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!owner_ || finalized) return;
+    if (std::uncaught_exceptions() > 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Finalize();
+  }
+
+ private:
+  static void check_init(int code) {
+    if (code != MPI_SUCCESS) throw std::runtime_error("cocod::comm::Mpi: MPI_Init_thread failed");
+  }
+  bool owner_ = false;
+};
+#endif
+
+inline const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "unknown";
+}
+
+inline void check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string("cocod::comm::Mpi: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+}  // namespace cocod::comm::mpi_detail
