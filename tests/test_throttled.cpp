@@ -6,6 +6,7 @@
 #include <cocod.hpp>
 
 #include <chrono>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -83,4 +84,16 @@ TEST_CASE("a throttled collective that completes early is not waited for again")
     CHECK(since(t) < 0.01);
     CHECK(v[0] == 2.0f);
   });
+}
+
+TEST_CASE("a Link that is not a link is refused, naming the field, the rule and the value") {
+  const cocod::comm::Link negative_latency{.latency = -1.0};
+  CHECK_THROWS_WITH_AS(negative_latency.validate(),
+                       "cocod::comm::Link: latency must be a finite number >= 0 seconds (got -1)", std::invalid_argument);
+  const cocod::comm::Link no_bandwidth{.latency = 0.5, .bandwidth = 0.0};
+  CHECK_THROWS_WITH_AS(no_bandwidth.validate(), "cocod::comm::Link: bandwidth must be > 0 bytes per second (got 0)",
+                       std::invalid_argument);
+  const cocod::comm::Link negative_bandwidth{.bandwidth = -2e9};
+  CHECK_THROWS_AS(cocod::comm::Throttled<cocod::comm::Local>(cocod::comm::Local{}, negative_bandwidth),
+                  std::invalid_argument);
 }
