@@ -187,9 +187,13 @@ inline void Cli::add_link() {
       ->type_name(cli::join(communicators(), "|"))->capture_default_str()->check(communicator_check())->group(g);
   app_.add_option("--workers", a_.workers, "in-process workers with --comm threads")
       ->type_name("N")->capture_default_str()->check(cli::whole(1, 4096))->group(g);
-  app_.add_option("--bandwidth", a_.bandwidth_gbit,
-                  "throttle collectives to a link of this bandwidth in Gbit/s (with --comm\n"
-                  "mpi the real network is used unless --bandwidth or --latency is given)")
+  std::vector<std::string> networks = communicators();
+  networks.erase(networks.begin());  // all but threads
+  std::string bandwidth_help = "throttle collectives to a link of this bandwidth in Gbit/s";
+  if (!networks.empty())
+    bandwidth_help += "\nwith --comm " + cli::join(networks, " or ") + ": the real network, unless --bandwidth or\n"
+                      "--latency is given";
+  app_.add_option("--bandwidth", a_.bandwidth_gbit, bandwidth_help)
       ->type_name("GBIT")->capture_default_str()->check(cli::positive(1e6))->group(g);
   app_.add_option("--latency", text_.latency,
                   "link latency in microseconds; 'auto' picks it so that one all-reduce\n"
