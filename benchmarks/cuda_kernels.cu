@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <thrust/device_vector.h>
 
+#include "cli.hpp"  // examples/common: the command-line checks
 #include <cocod.hpp>
 
 #include <algorithm>
@@ -46,12 +47,13 @@ int main(int argc, char** argv) {
   std::size_t n = std::size_t(1) << 26;  // 64 Mi floats = 256 MiB per buffer
   int repeats = 20;
   std::string csv;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string f = argv[i];
-    if (f == "--elements") n = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (f == "--repeats") repeats = std::atoi(argv[i + 1]);
-    else if (f == "--csv") csv = argv[i + 1];
-  }
+  CLI::App app("The device backend's fused kernels against a device-to-device copy.");
+  cli::last_value_wins(app);
+  app.add_option("--elements", n, "floats per buffer")->type_name("N")->capture_default_str()->check(cli::whole(1, 1ull << 32));
+  app.add_option("--repeats", repeats, "timed repeats; times are medians over them")
+      ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000));
+  app.add_option("--csv", csv, "also write the table to FILE as CSV")->type_name("FILE");
+  cli::parse(app, argc, argv);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("# cuda_kernels: SKIPPED, no usable CUDA device\n");

@@ -9,6 +9,7 @@
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 
+#include "cli.hpp"  // examples/common: the command-line checks
 #include <cocod.hpp>
 #include <cocod/comm/nccl.hpp>
 
@@ -42,11 +43,12 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::size_t n = std::size_t(1) << 26;  // 256 MiB of floats
   int repeats = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string f = argv[i];
-    if (f == "--elements") n = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (f == "--repeats") repeats = std::atoi(argv[i + 1]);
-  }
+  CLI::App app("comm::Nccl's all-reduce overlapping a compute kernel on the worker's compute stream.");
+  cli::last_value_wins(app);
+  app.add_option("--elements", n, "floats per buffer")->type_name("N")->capture_default_str()->check(cli::whole(1, 1ull << 32));
+  app.add_option("--repeats", repeats, "timed repeats; times are medians over them")
+      ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000));
+  cli::parse(app, argc, argv);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::printf("# nccl_overlap: SKIPPED, no usable CUDA device\n");
