@@ -102,3 +102,79 @@ TEST_CASE("the version macros agree with the CMake project's version") {
         std::to_string(cocod::version_major) + "." + std::to_string(cocod::version_minor) + "." +
             std::to_string(cocod::version_patch));
 }
+
+namespace {
+// An algorithm that breaks the exchange rule: it posts again while its collective is in flight.
+template <class Model, class Comm, class Schedule = cocod::schedule::Fixed<>, class Update = cocod::update::Sgd>
+class PostsTwice : public cocod::Trainer<PostsTwice<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
+  using Base = cocod::Trainer<PostsTwice, Model, Comm, Schedule, Update>;
+  friend Base;
+  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
+
+ public:
+  static constexpr const char* name = "posts twice";
+  using Base::Base;
+
+ private:
+  void allocate(std::size_t n) {
+    gradient_.resize(n);
+    this->prepare(send_, n);
+  }
+  double compute(Model& model, Span, std::span<const std::size_t> batch, T) {
+    this->post(send_);
+    return this->gradient(model, batch, gradient_.span());
+  }
+  void finish_run(Span) { this->await(send_); }
+
+  cocod::backend::buffer<B, T> gradient_;
+  Exchange send_;
+};
+}  // namespace
+
+TEST_CASE("posting an exchange in flight is refused, and the failed run can be begun anew") {
+  Model model(16, 3, 1);
+  PostsTwice<Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 4, .batch_size = 2}};
+  opt.begin(model);
+  (void)opt.step(model, opt.next_batch());
+  CHECK_THROWS_WITH_AS(opt.step(model, opt.next_batch()),
+                       "cocod: post() on an exchange whose collective is in flight; await() it first",
+                       std::logic_error);
+  CHECK_NOTHROW(opt.begin(model));  // the failed run ended: nothing in flight, not running
+  CHECK_THROWS_WITH_AS(opt.begin(model), "cocod: begin() called twice without finish()", std::logic_error);
+}
+
+TEST_CASE("a bad run length leaves no run behind") {
+  Model model(16, 3, 1);
+  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, {}};
+  CHECK_THROWS_AS(opt.begin(model, cocod::Steps{0}), std::invalid_argument);
+  CHECK_NOTHROW(opt.begin(model, cocod::Steps{2}));
+  CHECK_THROWS_WITH_AS((void)opt.last_round(), "cocod: last_round() before a round ended", std::logic_error);
+}
+
+TEST_CASE("the measurement window's and the control slots' state restore what they send") {
+  using Schedule = cocod::schedule::Adaptive<>;
+  const Schedule schedule{.first = 1, .every = 2};
+  cocod::schedule::Window<Schedule> a, b;
+  a.start(3);
+  b.start(3);
+  a.add(schedule, {.round = 1, .compute_s = 0.5, .samples = 100, .comm_s = 0.2, .collectives = 1});
+  b.restore(a.state());
+  std::vector<double> sa(a.slots()), sb(b.slots());
+  CHECK(a.write(std::span<double>(sa), 1));
+  CHECK(b.write(std::span<double>(sb), 1));
+  CHECK(sa == sb);
+  CHECK(sa[1] == 0.005);  // seconds per sample of worker 1
+  CHECK(sa[4] == 0.2);    // seconds per all-reduce of worker 1
+
+  cocod::detail::ControlSlots<double> c, d;
+  c.start(0);
+  d.start(0);
+  c.loss_ready(3, 1.5);
+  c.vote();
+  d.restore(c.state());
+  const auto tc = c.write(0.5, false);
+  const auto td = d.write(0.5, false);
+  CHECK(tc.loss_round == td.loss_round);
+  CHECK(std::vector<double>(c.staging().begin(), c.staging().end()) ==
+        std::vector<double>(d.staging().begin(), d.staging().end()));
+}

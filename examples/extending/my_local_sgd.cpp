@@ -26,6 +26,7 @@ class MyLocalSGD : public cocod::Trainer<MyLocalSGD<Model, Comm, Schedule, Updat
     gradient_.resize(n);
     this->prepare(send_, n);
   }
+  void start(Span) { dirty_ = false; }  // per-run state starts here
   double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
     const double loss = this->gradient(model, batch, gradient_.span());
     this->update(x, gradient_.span(), lr);  // momentum, weight decay: as the options say

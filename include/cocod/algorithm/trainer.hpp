@@ -36,7 +36,8 @@ namespace cocod {
 ///     void end_round(Span x);             // at the end of every full round
 ///     void finish_run(Span x);            // at the end of the run: leave the consensus in x
 ///
-/// with the protected helpers below (gradient, update, post / await, reduce, average, weight).
+/// with the protected helpers of detail::Run (gradient, update, prepare, post / await, reduce,
+/// average, weight): see docs/extending.md.
 ///
 /// \tparam Derived  the algorithm.
 /// \tparam Model    a cocod::Model.
@@ -110,7 +111,14 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
     static_assert(StopCondition<Stop>, "cocod: begin(model, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
     begin(model);
-    if constexpr (StopCondition<Stop>) this->set_length(stop.steps(this->info_.steps_per_epoch, this->plan_.period));
+    if constexpr (StopCondition<Stop>) {
+      try {
+        this->set_length(stop.steps(this->info_.steps_per_epoch, this->plan_.period));
+      } catch (...) {  // a bad length (Steps{0}): no run
+        this->abandon();
+        throw;
+      }
+    }
   }
 
   /// This worker's next mini-batch of sample indices from its deterministic sampler (valid until
@@ -149,7 +157,10 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   /// True if the last step() ended a round.
   [[nodiscard]] bool round_ended() const noexcept { return this->pos_.round_ended; }
   /// The statistics of the last round that ended (after round_ended()).
-  [[nodiscard]] const RoundStats& last_round() const { return this->recorder_.report().rounds.back(); }
+  [[nodiscard]] const RoundStats& last_round() const {
+    if (this->recorder_.report().rounds.empty()) throw std::logic_error("cocod: last_round() before a round ended");
+    return this->recorder_.report().rounds.back();
+  }
   /// Facts about the run; period, batch_size and weight are those of the current plan.
   [[nodiscard]] const RunInfo& info() const noexcept { return this->info_; }
   [[nodiscard]] const Options& options() const noexcept { return this->options_; }

@@ -25,9 +25,9 @@ struct Measured {
 /// the plan that everybody's measurements give.
 template <class S>
 concept measuring_schedule = requires(const S& s, const Options& o, const Plan& p, const Measured& m,
-                                      std::size_t round) {
+                                      std::size_t round, std::size_t total_batch) {
   { s.window_closes(round) } -> std::same_as<bool>;
-  { s.replan(o, 0, 1, round, p, m) } -> std::same_as<Plan>;
+  { s.replan(o, 0, 1, total_batch, p, m) } -> std::same_as<Plan>;
 };
 
 /// One round as the window sees it.

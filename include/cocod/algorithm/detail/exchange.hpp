@@ -48,6 +48,8 @@ class Exchange {
   [[nodiscard]] std::size_t control_offset() const noexcept { return model_size_; }
 
   [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
+  /// Scalars in the whole buffer.
+  [[nodiscard]] std::size_t size() const noexcept { return buffer_.size(); }
 
   /// Posts the non-blocking all-reduce of the whole buffer, whose slots carry `tag`.
   void post(Comm& comm, ControlTag tag) {

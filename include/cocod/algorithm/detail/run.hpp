@@ -68,10 +68,17 @@ class Run {
   /// w_i, this worker's weight in every average.
   [[nodiscard]] T weight() const noexcept { return static_cast<T>(info_.weight); }
 
-  /// Sizes an exchange for n parameters and the run's control slots (call it in allocate()).
-  void prepare(Exchange& e, std::size_t n) { e.resize(n, control_.size()); }
+  /// Sizes an exchange for n parameters and the run's control slots (call it in allocate()). The
+  /// run then knows it: it waits for it before a new run and when a step fails.
+  void prepare(Exchange& e, std::size_t n) {
+    e.resize(n, control_.size());
+    exchanges_.push_back(&e);
+  }
   /// Posts e's non-blocking all-reduce, its control slots filled.
-  void post(Exchange& e) { e.post(comm_, write_control(e)); }
+  void post(Exchange& e) {
+    check_idle(e, "post");
+    e.post(comm_, write_control(e));
+  }
   /// Waits for e's all-reduce if one is in flight; returns whether one was.
   bool await(Exchange& e) {
     if (!e.in_flight()) return false;
@@ -82,6 +89,7 @@ class Run {
   }
   /// e's all-reduce, blocking.
   void reduce(Exchange& e) {
+    check_idle(e, "reduce");
     const ControlTag tag = write_control(e);
     const auto t0 = comm::Clock::now();
     comm_.all_reduce(e.span());
@@ -100,6 +108,8 @@ class Run {
   template <class Allocate, class Start>
   void setup(Model& model, const char* name, Allocate&& allocate, Start&& start) {
     if (running_) throw std::logic_error("cocod: begin() called twice without finish()");
+    drain();  // what a failed run left in flight
+    exchanges_.clear();
     const auto run_start = comm::Clock::now();
     Span x = Calls::parameters(model);
     plan_ = schedule_.plan(options_, comm_.rank(), comm_.size());
@@ -147,9 +157,24 @@ class Run {
     return batch_;
   }
 
-  /// One step: compute(lr) -> loss, communicate(lr), and at the round's end end_round().
+  /// One step: compute(lr) -> loss, communicate(lr), and at the round's end end_round(). A step
+  /// that throws ends the run: what is in flight is waited for, and begin() may start anew.
   template <class Compute, class Communicate, class EndRound>
   double run_step(Compute&& compute, Communicate&& communicate, EndRound&& end_round) {
+    try {
+      return step_parts(compute, communicate, end_round);
+    } catch (...) {
+      abandon();
+      throw;
+    }
+  }
+  /// Ends a run that failed: waits for what is in flight, without a consensus.
+  void abandon() noexcept {
+    drain();
+    running_ = false;
+  }
+  template <class Compute, class Communicate, class EndRound>
+  double step_parts(Compute& compute, Communicate& communicate, EndRound& end_round) {
     const auto t0 = comm::Clock::now();
     if (pos_.step_in_round == 0) {
       recorder_.begin_round(pos_.round, pos_.step, plan_.period, plan_.batch_size, t0);
@@ -203,9 +228,19 @@ class Run {
   schedule::Window<Schedule> window_{};
   ControlSlots<T> control_{};
   Recorder recorder_{};
+  std::vector<Exchange*> exchanges_;  // the algorithm's, from prepare()
   bool running_ = false;
 
  private:
+  void drain() noexcept {
+    for (Exchange* e : exchanges_) e->drain();
+  }
+  void check_idle(const Exchange& e, const char* what) const {
+    if (e.in_flight())
+      throw std::logic_error(std::string("cocod: ") + what + "() on an exchange whose collective is in flight; await() it first");
+    if (e.size() != info_.parameters + control_.size())
+      throw std::logic_error(std::string("cocod: ") + what + "() on an exchange that was not prepare()d for this run");
+  }
   ControlTag write_control(Exchange& e) {
     const bool measured = window_.write(control_.extra(), info_.rank);
     const ControlTag tag = control_.write(info_.weight, measured);
