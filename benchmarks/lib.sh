@@ -4,6 +4,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"  # COCOD_ROOT, 
 
 BENCH_BUILD="${BUILD:-$COCOD_ROOT/build/bench}"
 
+# bench_help SCRIPT [ARG]: --help or -h prints SCRIPT's header comment (every '#' line after the
+# first, up to the first code) and exits 0; another option exits 2, naming it.
+bench_help() {
+  case "${2:-}" in
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"; exit 0 ;;
+    -*) echo "benchmarks/$(basename "$1"): unknown option '$2' (see --help)" >&2; exit 2 ;;
+  esac
+}
+
 # bench_require SCRIPT EXE: stops with a message when EXE has not been built.
 bench_require() {
   [ -x "$2" ] || { echo "$1: no $2 (benchmarks/run builds it)" >&2; exit 1; }

@@ -14,13 +14,8 @@
 #   vs_own       cocod_round / max(cocod_kc, m): against the model with the run's own compute
 #   local_model  local_round / (local_kc + m)
 set -euo pipefail
-# --help prints this file's header comment: every '#' line after the first, up to the first code.
-usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  -*) echo "benchmarks/mpi_progress.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-esac
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_help "$0" "${1:-}"
 exe="$BENCH_BUILD/examples/least_squares/least_squares"
 repeats="${1:-3}"
 bench_require mpi_progress.sh "$exe"

@@ -8,13 +8,8 @@
 #
 #   benchmarks/overlap.sh [threads|mpi|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
-# --help prints this file's header comment: every '#' line after the first, up to the first code.
-usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  -*) echo "benchmarks/overlap.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-esac
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_help "$0" "${1:-}"
 which="${1:-all}"
 target="${OVERLAP_TARGET:-0.9}"  # the one threshold, for every row and the verdict line
 out="${2:-$COCOD_ROOT/results/benchmarks}"

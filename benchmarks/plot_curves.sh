@@ -3,12 +3,8 @@
 # test_accuracy), one line per algorithm: the figures of docs/benchmarks.md.
 #   benchmarks/plot_curves.sh OUT.png "TITLE" CURVE.csv [CURVE.csv ...]
 set -euo pipefail
-# --help prints this file's header comment: every '#' line after the first, up to the first code.
-usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  -*) echo "benchmarks/plot_curves.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-esac
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_help "$0" "${1:-}"
 png="$1" title="$2"; shift 2
 command -v gnuplot >/dev/null || { echo "plot_curves.sh: gnuplot not installed (apt-get install gnuplot-nox)" >&2; exit 1; }
 plot=""
