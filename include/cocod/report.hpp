@@ -79,10 +79,11 @@ struct Report {
     for (const auto& r : rounds) sum += r.*field;
     return sum;
   }
-  /// The last consensus loss known (NaN if none).
+  /// The latest consensus loss that reached this worker: NaN before the first one arrived, and
+  /// NaN (or infinite) when the run diverged: a non-finite loss is reported, never skipped.
   [[nodiscard]] double final_loss() const {
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it)
-      if (!std::isnan(it->consensus_loss)) return it->consensus_loss;
+      if (it->consensus_loss_round != static_cast<std::size_t>(-1)) return it->consensus_loss;
     return std::numeric_limits<double>::quiet_NaN();
   }
 };

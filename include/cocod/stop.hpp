@@ -3,6 +3,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <string>
 
 #include "cocod/errors.hpp"
 
@@ -14,7 +15,11 @@ struct Epochs {
   [[nodiscard]] std::size_t steps(double steps_per_epoch, std::size_t) const {
     if (!(count > 0.0) || !std::isfinite(count))
       invalid_setting("cocod::Epochs", "count", "must be a finite number > 0", count);
-    return static_cast<std::size_t>(std::ceil(count * steps_per_epoch));
+    const double steps = std::ceil(count * steps_per_epoch);
+    if (!(steps <= 0x1p53))  // beyond, a step count is no longer exact (and may overflow)
+      invalid_setting("cocod::Epochs", "count",
+                      "must give at most 2^53 steps (" + std::to_string(steps_per_epoch) + " steps per epoch)", count);
+    return static_cast<std::size_t>(steps);
   }
 };
 /// Run for this many local steps.

@@ -10,7 +10,8 @@
 namespace cocod::callbacks {
 
 /// Asks to stop after `patience` consensus losses that did not improve on the best by more
-/// than `min_delta`, or as soon as one is <= `target_loss`:
+/// than `min_delta` (a NaN loss, a diverged run, never improves), or as soon as one is
+/// <= `target_loss`:
 ///
 ///     cocod::callbacks::EarlyStop{{.patience = 5, .min_delta = 1e-4}}
 class EarlyStop {
@@ -24,7 +25,8 @@ class EarlyStop {
   explicit EarlyStop(Settings settings) : settings_(settings) {}
 
   bool on_round(const RoundStats& s) {
-    if (std::isnan(s.consensus_loss) || s.consensus_loss_round == last_seen_) return false;
+    // Before the first consensus there is nothing to judge; after it, NaN counts as no progress.
+    if (s.consensus_loss_round == static_cast<std::size_t>(-1) || s.consensus_loss_round == last_seen_) return false;
     last_seen_ = s.consensus_loss_round;
     if (s.consensus_loss <= settings_.target_loss) return true;
     if (s.consensus_loss < best_ - settings_.min_delta) {

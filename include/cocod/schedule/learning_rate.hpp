@@ -43,6 +43,7 @@ struct Cosine {
   double min_lr = 0.0;
   void validate() const {
     if (!(min_lr >= 0.0)) detail::fail("Cosine", "min_lr", "must be >= 0", min_lr);
+    if (!std::isfinite(min_lr)) detail::fail("Cosine", "min_lr", "must be finite", min_lr);
   }
   [[nodiscard]] double operator()(double base, std::size_t t, std::size_t run_total) const {
     const std::size_t T = total_steps ? total_steps : run_total;
