@@ -171,3 +171,14 @@ TEST_CASE("Report::total sums a per-round field over the run") {
   CHECK(r.total(&cocod::RoundStats::wait_s) == 2.75);
   CHECK(cocod::Report{}.total(&cocod::RoundStats::round_s) == 0.0);
 }
+
+TEST_CASE("CsvLogger reports a write that fails (a full disk) instead of losing it silently") {
+  cocod::callbacks::CsvLogger logger("/dev/full");
+  cocod::RunInfo info;
+  info.algorithm = "CoCoD-SGD";
+  logger.on_begin(info);
+  cocod::RoundStats round;
+  for (int i = 0; i < 1000; ++i) logger.on_round(round);  // more than a stream buffer holds
+  CHECK_THROWS_WITH_AS(logger.on_end(cocod::Report{}),
+                       "cocod::callbacks::CsvLogger: writing '/dev/full' failed (is the disk full?)", std::runtime_error);
+}

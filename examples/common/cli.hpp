@@ -9,9 +9,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace cli {
 
@@ -79,6 +82,27 @@ inline CLI::Validator real(double min, double max = 1e15, bool above = false, bo
       "");
 }
 inline CLI::Validator positive(double max = 1e15) { return real(0, max, true); }
+
+/// A file that can be written: its folder exists and is writable (or the file is). Checked
+/// before training, so that a typo in a path costs no run.
+inline CLI::Validator writable_file() {
+  return CLI::Validator(
+      [](std::string& path) {
+        namespace fs = std::filesystem;
+        const fs::path file(path);
+        const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+        std::error_code ec;
+        if (fs::exists(file, ec)) {
+          if (fs::is_directory(file, ec)) return "cannot write '" + path + "': it is a folder";
+          if (::access(file.c_str(), W_OK) == 0) return std::string();
+          return "cannot write '" + path + "': permission denied";
+        }
+        if (!fs::is_directory(folder, ec)) return "cannot write '" + path + "': no folder '" + folder.string() + "'";
+        if (::access(folder.c_str(), W_OK) != 0) return "cannot write '" + path + "': the folder is not writable";
+        return std::string();
+      },
+      "");
+}
 
 /// One of `choices`.
 inline CLI::Validator one_of(std::vector<std::string> choices) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -107,7 +108,12 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
     return compare_on(NcclRunner{devices}, args, parameters, make, evaluate);
   }
 #endif
-  return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate);
+  try {
+    return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate);
+  } catch (const std::exception& e) {  // a worker's failure, rethrown by Threads::run
+    std::fprintf(stderr, "%s: %s\n", argc > 0 ? argv[0] : "example", e.what());
+    return 1;
+  }
 }
 
 }  // namespace example

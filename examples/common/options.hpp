@@ -233,13 +233,13 @@ inline void Cli::add_training() {
 inline void Cli::add_output() {
   const char* g = "Output";
   app_.add_option("--csv", a_.csv, "also write the per-round log of every algorithm to FILE.<algorithm>")
-      ->type_name("FILE")->group(g);
+      ->type_name("FILE")->check(cli::writable_file())->group(g);
   app_.add_option("--trace", a_.trace,
                   "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every run's\n"
                   "steps, waits and all-reduces per worker to FILE")
-      ->type_name("FILE")->group(g);
+      ->type_name("FILE")->check(cli::writable_file())->group(g);
   app_.add_option("--curve", a_.curve, "write the metrics of rank 0's model against wall time to FILE (CSV)")
-      ->type_name("FILE")->group(g);
+      ->type_name("FILE")->check(cli::writable_file())->group(g);
   app_.add_option("--curve-every", a_.curve_every, "epochs between two points of the curve")
       ->type_name("E")->capture_default_str()->check(cli::positive(1e6))->group(g);
   app_.add_flag("--brief", a_.brief,

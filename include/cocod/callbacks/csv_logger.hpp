@@ -11,8 +11,9 @@ namespace cocod::callbacks {
 
 /// Logs every round to a CSV file. By default only rank 0 writes; with every_rank = true each
 /// worker writes its own file, "{rank}" in the path replaced by its rank (or ".rank<r>" added).
-/// Columns: algorithm,rank,round,first_step,steps,epoch,learning_rate,loss,consensus_loss,
-/// compute_s,comm_s,wait_s,round_s
+/// Columns: algorithm,rank,round,first_step,steps,period,batch_size,epoch,learning_rate,loss,
+/// consensus_loss,compute_s,comm_s,wait_s,round_s. A write that fails (a full disk) throws
+/// std::runtime_error naming the file at the run's end.
 class CsvLogger {
  public:
   explicit CsvLogger(std::string path, bool every_rank = false)
@@ -32,6 +33,7 @@ class CsvLogger {
     }
     out_.open(path, std::ios::out | std::ios::trunc);
     if (!out_) throw std::runtime_error("cocod::callbacks::CsvLogger: cannot open '" + path + "' for writing");
+    opened_ = path;
     out_ << "algorithm,rank,round,first_step,steps,period,batch_size,epoch,learning_rate,loss,consensus_loss,"
             "compute_s,comm_s,wait_s,round_s\n";
   }
@@ -45,13 +47,15 @@ class CsvLogger {
     out_ << line;
   }
   void on_end(const Report&) {
-    if (out_.is_open()) out_.flush();
+    if (!out_.is_open()) return;
+    out_.flush();
+    if (!out_) throw std::runtime_error("cocod::callbacks::CsvLogger: writing '" + opened_ + "' failed (is the disk full?)");
   }
 
  private:
   std::string path_;
   bool every_rank_;
-  std::string algorithm_;
+  std::string algorithm_, opened_;
   int rank_ = 0;
   std::ofstream out_;
 };
