@@ -88,6 +88,12 @@ TEST_CASE("the IDX reader names the file and the fault") {
   CHECK(message([&] { idx::load(im, lb11); }) == lb11 + ": label 11 is not a class in [0, 10)");
 }
 
+TEST_CASE("the IDX reader refuses a header whose sizes overflow, before allocating") {
+  // 65536^4 = 2^64 wraps to 0, which an empty payload would match
+  const auto p = write_raw("cocod_overflow.idx", {0, 0, 8, 4, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0});
+  CHECK_THROWS_WITH_AS(idx::read(p), (p + ": the header's sizes multiply beyond what memory can hold").c_str(), idx::Error);
+}
+
 TEST_CASE("the MLP's gradient matches finite differences") {
   fmnist::Shard s{fmnist::Matrix::Random(12, 20).cwiseAbs(), {}};
   for (int i = 0; i < 20; ++i) s.y.push_back(i % 10);

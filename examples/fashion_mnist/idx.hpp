@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -61,6 +62,8 @@ inline Array read(const std::string& path) {
     const std::uint8_t* p = &bytes[4 + 4 * d];
     const std::uint32_t n = (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
     a.dims.push_back(n);
+    if (n != 0 && count > std::numeric_limits<std::size_t>::max() / n)  // a crafted header
+      throw Error(path + ": the header's sizes multiply beyond what memory can hold");
     count *= n;
   }
   const std::size_t header = 4 + 4 * rank;
