@@ -204,3 +204,30 @@ TEST_CASE("parameter counts that differ between workers raise a clear error on e
                   cocod::DistributedError);
   CHECK(errors == 3);
 }
+
+TEST_CASE("a request destroyed without wait() waits for its collective, so the buffer is never written late") {
+  std::vector<std::vector<double>> seen(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    std::vector<double> v(4, 1.0 + comm.rank());
+    if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // rank 0 is ahead
+    {
+      auto request = comm.all_reduce_async(std::span<double>(v));
+      (void)request;  // dropped: its destructor waits
+    }
+    seen[static_cast<std::size_t>(comm.rank())] = v;  // the sum is there, on both workers
+  });
+  CHECK(seen[0] == std::vector<double>(4, 3.0));
+  CHECK(seen[1] == std::vector<double>(4, 3.0));
+}
+
+TEST_CASE("a request replaced by another waits for its own collective first") {
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    std::vector<float> a(3, 1.0f), b(3, 2.0f);
+    if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto request = comm.all_reduce_async(std::span<float>(a));
+    request = comm.all_reduce_async(std::span<float>(b));  // a's collective completes here
+    CHECK(a == std::vector<float>(3, 2.0f));
+    request.wait();
+    CHECK(b == std::vector<float>(3, 4.0f));
+  });
+}

@@ -92,12 +92,33 @@ struct TicketRing {
 
 /// The request of a collective queued in a TicketRing: `Queue::wait(ticket)` blocks until the
 /// ticket completed and returns when. For device buffers it then copies the staged host result
-/// back (set by StagedDeviceCollectives).
+/// back (set by StagedDeviceCollectives). It owns the collective: move-only, and a request that
+/// goes without wait() is waited for when it is destroyed or replaced (its failure ignored), so
+/// that the communicator never writes a buffer its owner has already freed.
 template <class Queue>
 class TicketRequest {
  public:
   TicketRequest() = default;
   TicketRequest(Queue* queue, std::uint64_t ticket) : queue_(queue), ticket_(ticket) {}
+  TicketRequest(TicketRequest&& o) noexcept
+      : queue_(std::exchange(o.queue_, nullptr)),
+        ticket_(o.ticket_),
+        done_(o.done_),
+        staged_(std::exchange(o.staged_, nullptr)) {}
+  TicketRequest& operator=(TicketRequest&& o) noexcept {
+    if (this != &o) {
+      settle();
+      queue_ = std::exchange(o.queue_, nullptr);
+      ticket_ = o.ticket_;
+      done_ = o.done_;
+      staged_ = std::exchange(o.staged_, nullptr);
+    }
+    return *this;
+  }
+  TicketRequest(const TicketRequest&) = delete;
+  TicketRequest& operator=(const TicketRequest&) = delete;
+  ~TicketRequest() { settle(); }
+
   void wait() {
     if (queue_) done_ = queue_->wait(ticket_);
     queue_ = nullptr;
@@ -106,6 +127,13 @@ class TicketRequest {
   [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
 
  private:
+  void settle() noexcept {
+    if (!queue_ && !staged_) return;
+    try {
+      wait();
+    } catch (...) {  // the run already failed; what matters is that nothing writes the buffer now
+    }
+  }
   template <class>
   friend class StagedDeviceCollectives;
   Queue* queue_ = nullptr;
