@@ -1,6 +1,8 @@
 #pragma once
 // The same run with device parameters in two translation units that include <cocod.hpp> and
 // <cocod/backend/cuda.hpp> in opposite orders (include_order_*.cpp), and with host parameters.
+#include <cocod.hpp>
+
 #include <cstddef>
 #include <vector>
 
@@ -20,5 +22,18 @@ double centre_gradient(const std::vector<float>& x, int rank, const std::vector<
       loss += 0.5 * static_cast<double>(r) * static_cast<double>(r);
     }
   return loss / static_cast<double>(batch.size());
+}
+/// The run both orders and the host take: CoCoD-SGD with momentum, 2 workers, 10 steps; rank
+/// 0's final model.
+template <class Model>
+std::vector<float> train_centres() {
+  std::vector<float> result;
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    Model model{comm.rank()};
+    cocod::Optimizer<Model, cocod::comm::Threads> opt{comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 3, .batch_size = 4}};
+    (void)opt.optimize(model, cocod::Steps{10});
+    if (comm.rank() == 0) result.assign(model.x.begin(), model.x.end());
+  });
+  return result;
 }
 }  // namespace cocod_test

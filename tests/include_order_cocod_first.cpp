@@ -4,4 +4,4 @@
 
 #include "include_order_device_model.hpp"
 
-std::vector<float> cocod_test::train_device_cocod_first() { return train_centres_on_device(); }
+std::vector<float> cocod_test::train_device_cocod_first() { return train_centres<CentresOnDevice>(); }

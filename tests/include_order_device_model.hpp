@@ -23,15 +23,4 @@ struct CentresOnDevice {
   }
 };
 
-inline std::vector<float> train_centres_on_device() {
-  std::vector<float> result;
-  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
-    CentresOnDevice model{comm.rank()};
-    cocod::Optimizer<CentresOnDevice, cocod::comm::Threads> opt{
-        comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 3, .batch_size = 4}};
-    (void)opt.optimize(model, cocod::Steps{10});
-    if (comm.rank() == 0) result.assign(model.x.begin(), model.x.end());
-  });
-  return result;
-}
 }  // namespace cocod_test

@@ -23,14 +23,7 @@ struct CentresOnHost {
 }  // namespace
 
 TEST_CASE("both include orders give the device backend, and the same model as on the host") {
-  std::vector<float> host;
-  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
-    CentresOnHost model{comm.rank()};
-    cocod::Optimizer<CentresOnHost, cocod::comm::Threads> opt{
-        comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 3, .batch_size = 4}};
-    (void)opt.optimize(model, cocod::Steps{10});
-    if (comm.rank() == 0) host = model.x;
-  });
+  const auto host = cocod_test::train_centres<CentresOnHost>();
   const auto cuda_first = cocod_test::train_device_cuda_first();
   const auto cocod_first = cocod_test::train_device_cocod_first();
   REQUIRE(host.size() == 16);

@@ -186,7 +186,7 @@ class Run {
     const double loss = compute(lr);
     if constexpr (requires { comm_.progress(); }) comm_.progress();  // communicators without a thread
     pos_.loss_sum += loss;
-    if (pos_.step_in_round + 1 == plan_.period) control_.loss_ready(pos_.round, pos_.loss_sum / static_cast<double>(plan_.period));
+    if (pos_.step_in_round + 1 == plan_.period) loss_ready(plan_.period);
     communicate(lr);
     recorder_.step(pos_.step, t0, comm::Clock::now(), waited_before);
     ++pos_.step;
@@ -200,7 +200,7 @@ class Run {
   }
   void close_partial_round() {
     if (pos_.step_in_round == 0) return;
-    control_.loss_ready(pos_.round, pos_.loss_sum / static_cast<double>(pos_.step_in_round));
+    loss_ready(pos_.step_in_round);
     close_round();
   }
   Report end_run() {
@@ -232,6 +232,8 @@ class Run {
   bool running_ = false;
 
  private:
+  /// The round's mean loss over `steps` steps travels with the next reduced buffer.
+  void loss_ready(std::size_t steps) { control_.loss_ready(pos_.round, pos_.loss_sum / static_cast<double>(steps)); }
   void drain() noexcept {
     for (Exchange* e : exchanges_) e->drain();
   }
