@@ -58,6 +58,13 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
     this->average(x, send_);
     needs_post_ = false;
   }
+  // Between rounds the next all-reduce is not posted yet: the anchor and the send buffer (an
+  // exchange, saved by the run) hold the round's state.
+  template <class Archive>
+  void serialize(Archive& a) {
+    a("anchor", anchor_);
+    a("needs_post", needs_post_);
+  }
 
   backend::buffer<B, T> anchor_, gradient_;
   Exchange send_;  // s_i

@@ -38,6 +38,10 @@ class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, 
   void finish_run(Span x) {
     if (!averaged_) this->average(x, send_);
   }
+  template <class Archive>
+  void serialize(Archive& a) {
+    a("averaged", averaged_);
+  }
 
   backend::buffer<B, T> gradient_;
   Exchange send_;

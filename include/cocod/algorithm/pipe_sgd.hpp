@@ -38,6 +38,15 @@ class PipeSGD : public Trainer<PipeSGD<Model, Comm, Schedule, Update>, Model, Co
     current_ ^= 1;
   }
   void finish_run(Span x) { apply_previous(x); }
+  // The previous step's reduced gradient is in its exchange (saved by the run, completed but
+  // not yet applied); it is applied with the learning rate of its step.
+  template <class Archive>
+  void serialize(Archive& a) {
+    a("current", current_);
+    a("previous_lr", previous_lr_);
+    if constexpr (!Archive::saving)
+      if (current_ != 0 && current_ != 1) a.fail("current", "is not 0 or 1 (corrupt)");
+  }
 
   // Waits for the all-reduce of the previous step's gradient, if any, and applies it. The
   // previous step's buffer is the other one both during communicate() (before the flip) and in

@@ -32,6 +32,9 @@ class SyncSGD : public Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Co
     this->update(x, g, lr);
   }
 
+  template <class Archive>
+  void serialize(Archive&) {}  // models stay identical; the exchange is scratch between steps
+
   Exchange reduce_;
 };
 

@@ -5,12 +5,14 @@
 // exchanges in flight, the clock and report. An algorithm says only what it does with
 // communication; see docs/extending.md for writing one.
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "cocod/callbacks/hooks.hpp"
+#include "cocod/checkpoint/store.hpp"
 #include "cocod/report.hpp"
 #include "cocod/schedule/fixed.hpp"
 #include "cocod/stop.hpp"
@@ -21,6 +23,15 @@
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod {
+
+/// How resume() treats a checkpoint written by another number of workers.
+struct ResumeOptions {
+  /// false: such a checkpoint is refused (CheckpointError naming both numbers). true: the run
+  /// continues from the checkpoint's consensus model (sum_j w_j x_j of the saved workers) and
+  /// its step and round counters, with the data as the new workers shard it; momentum, anchors,
+  /// the sampler, the schedule's plan and the report start anew (docs/reliability.md).
+  bool workers_may_change = false;
+};
 
 /// The base of every algorithm (CRTP: `Derived` is the algorithm) and the run API its users
 /// call. The algorithm supplies, as members the base may call (make the base a friend):
@@ -74,7 +85,10 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
     static_assert(StopCondition<Stop>, "cocod: optimize(model, stop) says when to stop with cocod::Epochs{e}, "
                                        "cocod::Steps{n} or cocod::Rounds{n}");
     if constexpr (StopCondition<Stop>) {
-      begin(model, stop);
+      if (auto from = std::exchange(resume_from_, std::nullopt))
+        resume(model, from->first, stop, from->second);
+      else
+        begin(model, stop);
       (callbacks::hooks::begin(callbacks, this->info_), ...);
       while (this->pos_.step < this->pos_.total_steps) {
         const double loss = advance(model, this->parameters(model, "step"), next_batch());
@@ -120,6 +134,63 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
       }
     }
   }
+
+  // ---- checkpoints ------------------------------------------------------------------------------
+
+  /// Saves the run into `store`, as the checkpoint of the current round: every worker calls it
+  /// at the same round boundary (once round_ended(), or before the first step). Each worker
+  /// writes its own file atomically; once all have, rank 0 writes the manifest and removes
+  /// checkpoints beyond the store's keep. A failure on any worker (a full disk) is a
+  /// CheckpointError on every worker, and the previous checkpoint stays complete.
+  void save(Model& model, const Checkpoints& store) {
+    static_assert(requires(detail::SaveArchive& a) { self().serialize(a); },
+                  "cocod: to checkpoint an algorithm, give it a member `template <class Archive> void "
+                  "serialize(Archive& a)` that names its run state (a(\"anchor\", anchor_); ...), empty if it has none");
+    static_assert(requires(detail::SaveArchive& a, typename Run::UpdateState& s) { s.serialize(a); },
+                  "cocod: to checkpoint, the Update's State needs a member `template <class Archive> void "
+                  "serialize(Archive& a)` that names its run state (a(\"velocity\", velocity);), empty if it has none");
+    auto x = this->parameters(model, "save");
+    if (this->pos_.step_in_round != 0)
+      throw std::logic_error("cocod: save() between rounds only: call it once round_ended() is true, or before the first step");
+    this->write_checkpoint(store, [&] { return this->save_state(model, x, serializer()); });
+  }
+
+  /// Starts a run like begin(model, stop), but from the newest complete checkpoint in `store`,
+  /// so that it continues exactly where that run was; every worker calls it. Returns false, and
+  /// starts at step 0 like begin(), when the store holds no checkpoint. A checkpoint that does
+  /// not fit (another algorithm, scalar type, parameter count, number of workers, options) or
+  /// is damaged (truncated, corrupt, a file missing) is a CheckpointError on every worker that
+  /// names the file and what differs; nothing is written. Give the same stop as the saved run
+  /// for a bitwise continuation (the learning-rate schedule depends on the run's length).
+  template <class Stop>
+  bool resume(Model& model, const Checkpoints& store, const Stop& stop, ResumeOptions options = {}) {
+    static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
+                                       "cocod::Rounds{n}");
+    static_assert(requires(detail::LoadArchive& a) { self().serialize(a); },
+                  "cocod: to resume an algorithm, give it a member `template <class Archive> void serialize(Archive& a)`");
+    const auto found = this->find_checkpoint(store);
+    if (!found) {
+      begin(model, stop);
+      return false;
+    }
+    if (found->workers != this->comm_.size()) {
+      this->elastic_start(model, *found, options.workers_may_change, Derived::name, [&] { begin(model, stop); });
+      return true;
+    }
+    std::vector<std::byte> bytes;
+    std::optional<checkpoint::FileReader> file;
+    this->agreed([&] {
+      bytes = Checkpoints::read_file(*found, this->comm_.rank());
+      file.emplace(bytes, found->file(this->comm_.rank()).string());
+      this->check_file(*file, *found, this->parameters_of(model), Derived::name, false);
+    });
+    begin(model, stop);
+    this->agreed([&] { this->load_state(*file, model, this->parameters(model, "resume"), serializer()); },
+                 [&] { this->abandon(); });
+    return true;
+  }
+  /// The next optimize() resumes from `store` (see resume()) instead of starting at step 0.
+  void resume_from(const Checkpoints& store, ResumeOptions options = {}) { resume_from_.emplace(store, options); }
 
   /// This worker's next mini-batch of sample indices from its deterministic sampler (valid until
   /// the next call). Its size is the plan's M_i, which an adaptive schedule changes between rounds.
@@ -178,6 +249,10 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
 
  private:
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
+  auto serializer() {
+    return [this](auto& archive) { self().serialize(archive); };
+  }
+  std::optional<std::pair<Checkpoints, ResumeOptions>> resume_from_;
 
   double advance(Model& model, span_type x, std::span<const std::size_t> batch) {
     return this->run_step([&](scalar_type lr) { return self().compute(model, x, batch, lr); },

@@ -7,6 +7,7 @@
 #include <span>
 #include <utility>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace cocod {
@@ -99,6 +100,23 @@ class BatchSampler {
     order_ = std::move(s.order);
     position_ = s.position;
     passes_ = s.passes;
+  }
+  /// The same state for a checkpoint; restoring needs a sampler of a shard of the same size.
+  template <class Archive>
+  void serialize(Archive& a) {
+    const std::size_t samples = order_.size();
+    a("rng", rng_);
+    a("order", order_);
+    a("position", position_);
+    a("passes", passes_);
+    if constexpr (!Archive::saving) {
+      if (order_.size() != samples)
+        a.fail("order", "holds a shard of " + std::to_string(order_.size()) + " samples; this worker's has " +
+                            std::to_string(samples));
+      for (const std::size_t i : order_)
+        if (i >= samples) a.fail("order", "holds sample " + std::to_string(i) + ", outside the shard (corrupt)");
+      if (position_ > samples) a.fail("position", "is past the end of the shard (corrupt)");
+    }
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "cocod/backend/device_span.hpp"
 #include "cocod/backend/scalar.hpp"
@@ -125,6 +126,15 @@ inline constexpr bool always_false = false;
 template <class M>
 concept Model = model_requirements::has_parameters<M> && model_requirements::has_num_samples<M> &&
                 model_requirements::has_loss_and_gradient<M>;
+
+/// A model with run state beyond its parameters (running statistics, a step counter of its
+/// own): a checkpoint saves what save_state appends to `out` and hands it back to load_state on
+/// resume. Optional; models without it have all their state in parameters().
+template <class M>
+concept StatefulModel = requires(const M& cm, M& m, std::vector<std::byte>& out, std::span<const std::byte> in) {
+  cm.save_state(out);
+  m.load_state(in);
+};
 
 /// The scalar type of a model's parameters.
 template <class M>

@@ -7,6 +7,7 @@
 #include <concepts>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cocod/options.hpp"
@@ -54,6 +55,8 @@ class Window {
   [[nodiscard]] bool take(Plan&) noexcept { return false; }
   [[nodiscard]] State state() const noexcept { return {}; }
   void restore(const State&) noexcept {}
+  template <class Archive>
+  void serialize(Archive&) noexcept {}  // nothing measured, nothing to keep
 };
 
 /// The window of a measuring schedule. Each worker fills only its own entries of 2N slots,
@@ -131,6 +134,27 @@ class Window<Schedule> {
 
   [[nodiscard]] const State& state() const noexcept { return s_; }
   void restore(const State& s) { s_ = s; }
+  /// The same state for a checkpoint: the open window's sums, a closed one not yet sent, the
+  /// plan that waits for the next round boundary and everybody's last measurements.
+  template <class Archive>
+  void serialize(Archive& a) {
+    const std::size_t slots = s_.measured.size();
+    a("compute_s", s_.compute_s);
+    a("samples", s_.samples);
+    a("comm_s", s_.comm_s);
+    a("collectives", s_.collectives);
+    a("ready_sample_s", s_.ready_sample_s);
+    a("ready_collective_s", s_.ready_collective_s);
+    a("ready", s_.ready);
+    a("pending", s_.pending);
+    a("plan_period", s_.plan.period);
+    a("plan_batch_size", s_.plan.batch_size);
+    a("measured", s_.measured);
+    if constexpr (!Archive::saving) {
+      if (s_.measured.size() != slots)
+        a.fail("measured", "holds " + std::to_string(s_.measured.size()) + " values where " + std::to_string(slots) + " belong");
+    }
+  }
 
  private:
   State s_{};

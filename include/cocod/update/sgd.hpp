@@ -28,6 +28,11 @@ struct Sgd {
     void apply(Span x, Span g, T lr) {
       local_update(Backend{}, x, g, velocity.span(), lr, momentum, weight_decay, nesterov);
     }
+    /// Run state for a checkpoint: the momentum buffer (empty without momentum).
+    template <class Archive>
+    void serialize(Archive& a) {
+      a("velocity", velocity);
+    }
   };
 
   template <class Backend, class T>

@@ -5,6 +5,7 @@
 // What the workers agree on before anything large moves: every worker's parameter count, shard
 // size and batch size, gathered in one small all-reduce, so that a mismatch raises the same
 // error on every worker and names the workers that differ.
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -57,6 +58,46 @@ Agreed agree(Comm& comm, std::size_t parameters, std::size_t samples, std::size_
                            " worker(s) have an empty shard (num_samples() == 0); this worker (rank " +
                            std::to_string(rank) + ") has " + std::to_string(samples) + " samples");
   return agreed;
+}
+
+}  // namespace cocod::detail
+
+namespace cocod::detail {
+
+/// Every worker reports its own failure ("" when it has none) and gets the same outcome: when
+/// any worker failed, every worker throws Error with the message of the lowest failing rank (and
+/// how many others failed), so that a failure seen by one worker ends the operation on all.
+/// `table` holds N * width doubles of which each worker fills its own row; they are summed with
+/// the failure flags in one all-reduce, and a second one carries the message only on failure.
+template <class Error, class Comm>
+void agree_on_failure(Comm& comm, const std::string& mine, std::vector<double>& table) {
+  const auto rank = static_cast<std::size_t>(comm.rank());
+  const auto n = static_cast<std::size_t>(comm.size());
+  table.resize(table.size() + n, 0.0);
+  double* failed = table.data() + table.size() - n;
+  failed[rank] = mine.empty() ? 0.0 : 1.0;
+  comm.all_reduce(std::span<double>(table));
+  std::size_t first = n, count = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    if (failed[j] > 0.0) {
+      if (first == n) first = j;
+      ++count;
+    }
+  table.resize(table.size() - n);
+  if (count == 0) return;
+  constexpr std::size_t width = 480;  // characters of the message that travel
+  std::vector<double> text(width + 1, 0.0);
+  if (rank == first) {
+    const std::size_t len = std::min(mine.size(), width);
+    text[0] = static_cast<double>(len);
+    for (std::size_t i = 0; i < len; ++i) text[1 + i] = static_cast<double>(static_cast<unsigned char>(mine[i]));
+  }
+  comm.all_reduce(std::span<double>(text));
+  std::string message;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(text[0]); ++i)
+    message += static_cast<char>(static_cast<unsigned char>(text[1 + i]));
+  if (count > 1) message += " (and " + std::to_string(count - 1) + " other worker(s) failed too)";
+  throw Error(message);
 }
 
 }  // namespace cocod::detail

@@ -73,6 +73,15 @@ class ControlSlots {
 
   [[nodiscard]] const State& state() const noexcept { return s_; }
   void restore(const State& s) noexcept { s_ = s; }
+  template <class Archive>
+  void serialize(Archive& a) {
+    a("ready_round", s_.ready_round);
+    a("ready_loss", s_.ready_loss);
+    a("consensus_round", s_.consensus_round);
+    a("consensus_loss", s_.consensus_loss);
+    a("vote", s_.vote);
+    a("stop_agreed", s_.stop_agreed);
+  }
 
  private:
   std::vector<T> staging_;

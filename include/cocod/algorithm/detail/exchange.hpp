@@ -7,6 +7,7 @@
 // completion state: nothing outside it tracks "in flight", and it waits for its collective
 // before its memory is freed or reused.
 #include <cstddef>
+#include <stdexcept>
 #include <utility>
 
 #include "cocod/algorithm/detail/control.hpp"
@@ -58,22 +59,56 @@ class Exchange {
     request_ = comm.all_reduce_async(buffer_.span());
     in_flight_ = true;
   }
-  /// Waits for the collective in flight (rethrowing its failure).
+  /// Waits for the collective in flight (rethrowing its failure), or hands over the one that
+  /// settle() completed.
   Completion wait() {
+    if (settled_) {
+      in_flight_ = settled_ = false;
+      return completion_;
+    }
     in_flight_ = false;  // a failed wait is not waited for again
     const auto t0 = comm::Clock::now();
     request_.wait();
     const auto t1 = comm::Clock::now();
     return Completion{tag_, posted_, request_.completed_at(), t0, t1};
   }
+  /// Completes the collective in flight without handing it over: its result stays in the
+  /// buffer, and the next wait() returns at once with it, as if it had waited then. Used before
+  /// a checkpoint, which must find nothing in flight.
+  void settle() {
+    if (!in_flight_ || settled_) return;
+    completion_ = wait();  // a failure leaves nothing in flight: the run's failure
+    in_flight_ = settled_ = true;
+  }
   /// Waits for anything in flight, ignoring its failure: the run already failed, and the
   /// buffer must not be freed while the communicator may still write it.
   void drain() noexcept {
     if (!in_flight_) return;
     in_flight_ = false;
+    if (std::exchange(settled_, false)) return;
     try {
       request_.wait();
     } catch (...) {
+    }
+  }
+
+  /// Run state, between rounds (after settle()): the whole buffer, and whether it holds a
+  /// completed result not yet handed over, with the tag of its control slots.
+  template <class Archive>
+  void serialize(Archive& a) {
+    if constexpr (Archive::saving) {
+      if (in_flight_ && !settled_) throw std::logic_error("cocod: an exchange is saved while its collective is in flight");
+    }
+    bool completed = settled_;
+    a("completed", completed);
+    a("loss_round", tag_.loss_round);
+    a("measured", tag_.measured);
+    a("buffer", buffer_);
+    if constexpr (!Archive::saving) {
+      drain();
+      in_flight_ = settled_ = completed;
+      const auto now = comm::Clock::now();
+      completion_ = Completion{tag_, now, now, now, now};
     }
   }
 
@@ -83,7 +118,9 @@ class Exchange {
   typename Comm::Request request_{};
   ControlTag tag_{};
   time_point posted_{};
+  Completion completion_{};  // of a settled collective
   bool in_flight_ = false;
+  bool settled_ = false;
 };
 
 }  // namespace cocod::detail

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/report.hpp"
@@ -91,6 +92,20 @@ class Recorder {
   /// Run state: the report so far (the clock restarts with the run).
   [[nodiscard]] const Report& report() const noexcept { return report_; }
   void restore(Report report) { report_ = std::move(report); }
+  /// The report so far, for a checkpoint (between rounds). Restoring keeps the room reserve()
+  /// made, so the rest of the run still allocates nothing.
+  template <class Archive>
+  void serialize(Archive& a) {
+    static_assert(sizeof(RoundStats) == 14 * 8, "RoundStats changed: update the checkpoint format");
+    if constexpr (Archive::saving) {
+      a("rounds", report_.rounds);
+    } else {
+      std::vector<RoundStats> rounds;
+      a("rounds", rounds);
+      report_.rounds.assign(rounds.begin(), rounds.end());
+    }
+    a("stopped_early", report_.stopped_early);
+  }
   void stopped_early() noexcept { report_.stopped_early = true; }
   /// The report of the finished run, with its totals.
   Report finish(std::size_t steps, double epochs) {

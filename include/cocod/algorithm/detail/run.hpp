@@ -7,6 +7,8 @@
 // control slots and the recorder; exchanges belong to the algorithm. The helpers at the end are
 // what an algorithm does with them.
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -14,11 +16,14 @@
 #include <vector>
 
 #include "cocod/algorithm/detail/agreement.hpp"
+#include "cocod/algorithm/detail/archive.hpp"
 #include "cocod/algorithm/detail/control.hpp"
 #include "cocod/algorithm/detail/exchange.hpp"
 #include "cocod/algorithm/detail/recorder.hpp"
 #include "cocod/algorithm/detail/run_checks.hpp"
 #include "cocod/backend/backend.hpp"
+#include "cocod/checkpoint/header.hpp"
+#include "cocod/checkpoint/store.hpp"
 #include "cocod/data/sampler.hpp"
 #include "cocod/options.hpp"
 #include "cocod/schedule/measurement.hpp"
@@ -48,6 +53,7 @@ class Run {
   using Span = typename model_types<Model>::span;
   using Exchange = detail::Exchange<CommImpl, B, T>;
   static constexpr bool measuring = schedule::measuring_schedule<Schedule>;
+  using UpdateState = typename Update::template State<B, T>;
 
   /// Validates options (std::invalid_argument naming the field) against the communicator.
   Run(Comm comm, Options options, Schedule schedule = {}, Update update = {})
@@ -208,6 +214,160 @@ class Run {
     return recorder_.finish(pos_.step, epochs());
   }
 
+  // ---- checkpoints, for cocod::Trainer --------------------------------------------------------
+
+  /// What this worker's file says of it (rank, sizes, where the run is).
+  [[nodiscard]] checkpoint::Header header(std::size_t parameters, const char* algorithm) const {
+    return {algorithm, sizeof(T), static_cast<std::uint32_t>(comm_.size()), static_cast<std::uint32_t>(comm_.rank()),
+            parameters, pos_.round, pos_.step, info_.weight, checkpoint::fingerprint(options_)};
+  }
+
+  /// This worker's checkpoint file: the header, then every part's state in a fixed order. Only
+  /// between rounds: what is in flight is completed first (settled, not yet handed over).
+  template <class Algorithm>
+  std::vector<std::byte> save_state(Model& model, Span x, Algorithm algorithm) {
+    for (Exchange* e : exchanges_) e->settle();
+    SaveArchive a;
+    checkpoint::write_header(a.file(), header(x.size(), info_.algorithm.c_str()), options_);
+    serialize_parts(a, model, x, algorithm);
+    return std::move(a).finish();
+  }
+  /// Restores every part from a file that fits this run (checked by the caller), in a run that
+  /// setup() and set_length() have just started.
+  template <class Algorithm>
+  void load_state(const checkpoint::FileReader& file, Model& model, Span x, Algorithm algorithm) {
+    LoadArchive a(file);
+    serialize_parts(a, model, x, algorithm);
+  }
+
+  /// Writes this worker's file into the checkpoint of the current round and, once every worker
+  /// has written its own (agreed in one all-reduce), rank 0 writes the manifest; a failure on
+  /// any worker is a CheckpointError on every worker, and the previous checkpoint stays whole.
+  template <class Bytes>
+  void write_checkpoint(const Checkpoints& store, Bytes&& bytes) {
+    const auto n = static_cast<std::size_t>(comm_.size()), rank = static_cast<std::size_t>(comm_.rank());
+    CheckpointInfo c{store.folder(pos_.round), info_.algorithm, pos_.round, pos_.step, comm_.size(), {}};
+    std::vector<double> table(2 * n, 0.0);  // per worker: file size, CRC-32
+    std::string error;
+    try {
+      const std::vector<std::byte> data = bytes();
+      Checkpoints::make_folder(c.folder);
+      Checkpoints::write_atomically(c.folder / Checkpoints::file_name(comm_.rank()), data);
+      table[rank] = static_cast<double>(data.size());
+      table[n + rank] = static_cast<double>(checkpoint::crc32(data));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    agree_on_failure<CheckpointError>(comm_, error, table);
+    for (std::size_t j = 0; j < n; ++j)
+      c.files.push_back({Checkpoints::file_name(static_cast<int>(j)), static_cast<std::uint64_t>(table[j]),
+                         static_cast<std::uint32_t>(table[n + j])});
+    if (rank == 0) {
+      try {
+        store.commit(c);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    std::vector<double> none;
+    agree_on_failure<CheckpointError>(comm_, error, none);  // nobody goes on before the manifest is there
+  }
+
+  /// The newest complete checkpoint in `store`, the same on every worker (or none on all); a
+  /// manifest that cannot be read, a file it lists that is missing or of the wrong size, or
+  /// workers that see different checkpoints: CheckpointError on every worker.
+  std::optional<CheckpointInfo> find_checkpoint(const Checkpoints& store) {
+    const auto n = static_cast<std::size_t>(comm_.size());
+    std::optional<CheckpointInfo> found;
+    std::vector<double> table(n, 0.0);  // per worker: 1 + the round of its checkpoint, 0 for none
+    std::string error;
+    try {
+      found = store.latest();
+      if (found) Checkpoints::check_files(*found);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (found) table[static_cast<std::size_t>(comm_.rank())] = static_cast<double>(found->round) + 1.0;
+    agree_on_failure<CheckpointError>(comm_, error, table);
+    auto seen = [&](std::size_t j) { return table[j] == 0.0 ? std::string("none") : "round " + std::to_string(static_cast<std::size_t>(table[j]) - 1); };
+    for (std::size_t j = 1; j < n; ++j)
+      if (table[j] != table[0])
+        throw CheckpointError("cocod: the workers see different checkpoints in " + store.directory().string() + " (rank 0: " +
+                              seen(0) + ", rank " + std::to_string(j) + ": " + seen(j) +
+                              "): every worker must name the same directory");
+    return found;
+  }
+  /// Runs f on every worker; when it throws on any, on_fail() runs and every worker throws the
+  /// same CheckpointError (the lowest failing rank's message).
+  template <class F, class OnFail>
+  void agreed(F&& f, OnFail&& on_fail) {
+    std::string error;
+    try {
+      f();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::vector<double> none;
+    try {
+      agree_on_failure<CheckpointError>(comm_, error, none);
+    } catch (...) {
+      on_fail();
+      throw;
+    }
+  }
+  template <class F>
+  void agreed(F&& f) {
+    agreed(std::forward<F>(f), [] {});
+  }
+  [[nodiscard]] std::size_t parameters_of(Model& model) { return Calls::parameters(model).size(); }
+  /// Throws CheckpointError unless `file` (rank `rank`'s of checkpoint `c`) fits this run.
+  void check_file(const checkpoint::FileReader& file, const CheckpointInfo& c, std::size_t parameters,
+                  const char* algorithm, bool any_workers, int rank = -1) const {
+    const auto h = checkpoint::read_header(file);
+    checkpoint::check_fits(file, h, header(parameters, algorithm), options_, any_workers);
+    const auto expected = static_cast<std::uint32_t>(rank < 0 ? comm_.rank() : rank);
+    if (h.rank != expected || h.round != c.round || h.step != c.step || h.workers != static_cast<std::uint32_t>(c.workers))
+      file.fail("does not match its manifest (rank " + std::to_string(h.rank) + ", round " + std::to_string(h.round) +
+                ", step " + std::to_string(h.step) + "; the manifest: rank " + std::to_string(expected) + ", round " +
+                std::to_string(c.round) + ", step " + std::to_string(c.step) + ")");
+  }
+  /// Starts a run from checkpoint `c` of another number of workers: x = sum_j w_j x_j over the
+  /// saved workers (in rank order, the same on every new worker), their step and round
+  /// counters; everything else starts anew. `begin` starts the run.
+  template <class Begin>
+  void elastic_start(Model& model, const CheckpointInfo& c, bool allowed, const char* algorithm, Begin&& begin) {
+    Span x = Calls::parameters(model);
+    std::vector<T> consensus(x.size(), T(0));
+    std::vector<std::byte> model_state;
+    checkpoint::Header first{};
+    agreed([&] {
+      if (!allowed)
+        throw CheckpointError("cocod: checkpoint " + c.folder.string() + " does not fit this run: the number of workers differs (checkpoint: " +
+                              std::to_string(c.workers) + ", this run: " + std::to_string(comm_.size()) +
+                              "); to continue from its consensus model with the new number, resume with workers_may_change = true");
+      for (int j = 0; j < c.workers; ++j) {
+        const auto bytes = Checkpoints::read_file(c, j);
+        const checkpoint::FileReader file(bytes, c.file(j).string());
+        check_file(file, c, x.size(), algorithm, true, j);
+        const auto h = checkpoint::read_header(file);
+        if (j == 0) first = h;
+        const auto w = static_cast<T>(h.weight);
+        const auto part = file.fields("parameters").template values<T>("x", x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) consensus[i] = j == 0 ? w * part[i] : consensus[i] + w * part[i];
+        if constexpr (StatefulModel<Model>)
+          if (j == comm_.rank() % c.workers) {
+            const auto s = file.fields("model").bytes("state");
+            model_state.assign(s.begin(), s.end());
+          }
+      }
+    });
+    copy_in(x, consensus);
+    if constexpr (StatefulModel<Model>) model.load_state(std::span<const std::byte>(model_state));
+    begin();
+    pos_.step = static_cast<std::size_t>(first.step);
+    pos_.round = static_cast<std::size_t>(first.round);
+  }
+
   [[nodiscard]] double epochs() const {
     return info_.steps_per_epoch > 0 ? static_cast<double>(pos_.step) / info_.steps_per_epoch : 0.0;
   }
@@ -224,7 +384,7 @@ class Run {
   std::size_t samples_ = 0;
   BatchSampler sampler_{};
   std::vector<std::size_t> batch_;  // scratch of next_batch()
-  typename Update::template State<B, T> update_state_{};
+  UpdateState update_state_{};
   schedule::Window<Schedule> window_{};
   ControlSlots<T> control_{};
   Recorder recorder_{};
@@ -275,6 +435,45 @@ class Run {
     pos_.round_ended = true;
     schedule::Plan next;
     if (window_.take(next)) apply(next);  // every worker at the same round boundary
+  }
+  template <class Archive, class Algorithm>
+  void serialize_parts(Archive& a, Model& model, Span x, Algorithm& algorithm) {
+    section(a, "position", [&](auto& f) {
+      f("step", pos_.step);
+      f("round", pos_.round);
+      f("step_in_round", pos_.step_in_round);
+      f("loss_sum", pos_.loss_sum);
+      f("learning_rate", pos_.learning_rate);
+      f("round_ended", pos_.round_ended);
+      f("period", plan_.period);
+      f("batch_size", plan_.batch_size);
+      if constexpr (!Archive::saving) {
+        if (pos_.step_in_round != 0) f.fail("step_in_round", "is not 0: the checkpoint was not taken between rounds");
+        if (plan_.period == 0 || plan_.batch_size == 0 || plan_.batch_size > info_.total_batch)
+          f.fail("period", "and batch_size are not a plan this run can have (corrupt)");
+      }
+    });
+    if constexpr (!Archive::saving) apply(plan_);
+    section(a, "sampler", [&](auto& f) { sampler_.serialize(f); });
+    section(a, "update", [&](auto& f) { update_state_.serialize(f); });
+    section(a, "window", [&](auto& f) { window_.serialize(f); });
+    section(a, "control", [&](auto& f) { control_.serialize(f); });
+    section(a, "report", [&](auto& f) { recorder_.serialize(f); });
+    section(a, "algorithm", [&](auto& f) { algorithm(f); });  // its serialize(f)
+    for (std::size_t i = 0; i < exchanges_.size(); ++i)
+      section(a, "exchange." + std::to_string(i), [&](auto& f) { exchanges_[i]->serialize(f); });
+    section(a, "parameters", [&](auto& f) { f.span("x", x); });
+    if constexpr (StatefulModel<Model>) {
+      section(a, "model", [&](auto& f) {
+        if constexpr (Archive::saving) {
+          std::vector<std::byte> state;
+          std::as_const(model).save_state(state);
+          f.bytes("state", state);
+        } else {
+          model.load_state(f.bytes("state"));
+        }
+      });
+    }
   }
   void apply(const schedule::Plan& p) {
     plan_ = p;

@@ -1,0 +1,446 @@
+// Checkpoints: a run interrupted at a round and resumed equals the uninterrupted run bit for bit
+// (every algorithm, momentum and a cosine schedule, over comm::Threads); saving does not change
+// a run; bad checkpoints give one clear error on every worker and overwrite nothing; an elastic
+// resume continues from the consensus; a model's own state travels; the store keeps the last K.
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Model = cocod_test::LeastSquares<double>;
+using Schedule = cocod::schedule::Fixed<cocod::lr::Cosine>;
+const cocod::Options options{.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 4, .seed = 11};
+constexpr int workers = 3;
+constexpr std::size_t total_steps = 22;  // 7 rounds of 3 and a partial one
+
+/// A fresh directory under the system's temporary one.
+fs::path scratch(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("cocod-test-checkpoint-" + name);
+  fs::remove_all(p);
+  return p;
+}
+
+struct Outcome {
+  std::vector<std::vector<double>> x;  // per worker, after finish
+  std::vector<double> losses, consensus;
+  std::size_t steps = 0, rounds = 0;
+  /// Bit for bit (a NaN consensus before the first one arrived included).
+  bool operator==(const Outcome& o) const {
+    auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+      return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    };
+    for (std::size_t r = 0; r < x.size(); ++r)
+      if (r >= o.x.size() || !same(x[r], o.x[r])) return false;
+    return x.size() == o.x.size() && same(losses, o.losses) && same(consensus, o.consensus) && steps == o.steps &&
+           rounds == o.rounds;
+  }
+};
+
+Model model_of(int rank) { return Model(40, 6, 900 + static_cast<std::uint64_t>(rank)); }
+
+template <class Opt>
+void keep(Outcome& out, std::mutex& m, int rank, Model& model, const cocod::Report& report) {
+  std::lock_guard lock(m);
+  out.x[static_cast<std::size_t>(rank)] = model.x;
+  if (rank != 0) return;
+  for (const auto& r : report.rounds) {
+    out.losses.push_back(r.loss);
+    out.consensus.push_back(r.consensus_loss);
+  }
+  out.steps = report.steps;
+  out.rounds = report.rounds.size();
+}
+
+/// The run from start to end; with `store`, saving every round.
+template <template <class...> class Algorithm>
+Outcome whole_run(const cocod::Checkpoints* store = nullptr) {
+  Outcome out;
+  out.x.resize(workers);
+  std::mutex m;
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    using Opt = Algorithm<Model, cocod::comm::Threads, Schedule>;
+    Model model = model_of(comm.rank());
+    Opt opt{comm, options};
+    opt.begin(model, cocod::Steps{total_steps});
+    if (store) opt.save(model, *store);
+    while (opt.steps_taken() < total_steps) {
+      opt.step(model, opt.next_batch());
+      if (store && opt.round_ended()) opt.save(model, *store);
+    }
+    keep<Opt>(out, m, comm.rank(), model, opt.finish(model));
+  });
+  return out;
+}
+
+/// Runs until `round` rounds have ended, saves, and stops there (as a crash would).
+template <template <class...> class Algorithm>
+void interrupted_run(const cocod::Checkpoints& store, std::size_t round) {
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    Algorithm<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    opt.begin(model, cocod::Steps{total_steps});
+    while (opt.steps_taken() < round * options.period) opt.step(model, opt.next_batch());
+    opt.save(model, store);
+    // a few more steps that the resumed run will redo, then the run is gone
+    for (int i = 0; i < 2 && opt.steps_taken() < total_steps; ++i) opt.step(model, opt.next_batch());
+  });
+}
+
+template <template <class...> class Algorithm>
+Outcome resumed_run(const cocod::Checkpoints& store) {
+  Outcome out;
+  out.x.resize(workers);
+  std::mutex m;
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    using Opt = Algorithm<Model, cocod::comm::Threads, Schedule>;
+    Model model(40, 6, 900 + static_cast<std::uint64_t>(comm.rank()));
+    for (auto& v : model.x) v = 123.0;  // whatever the model held: the checkpoint's replaces it
+    Opt opt{comm, options};
+    opt.resume_from(store);
+    const cocod::Report report = opt.optimize(model, cocod::Steps{total_steps});
+    keep<Opt>(out, m, comm.rank(), model, report);
+  });
+  return out;
+}
+
+template <template <class...> class Algorithm>
+void check_bitwise_resume(const char* name) {
+  CAPTURE(name);
+  const Outcome whole = whole_run<Algorithm>();
+  REQUIRE(whole.steps == total_steps);
+  {
+    const cocod::Checkpoints store(scratch(std::string(name) + "-every"));
+    CHECK(whole_run<Algorithm>(&store) == whole);  // saving changes nothing
+  }
+  for (const std::size_t round : {std::size_t{0}, std::size_t{3}, std::size_t{7}}) {
+    CAPTURE(round);
+    const cocod::Checkpoints store(scratch(std::string(name) + "-" + std::to_string(round)));
+    interrupted_run<Algorithm>(store, round);
+    REQUIRE(store.rounds() == std::vector<std::size_t>{round});
+    const Outcome resumed = resumed_run<Algorithm>(store);
+    CHECK(resumed.x == whole.x);
+    CHECK(resumed.losses == whole.losses);
+    CHECK(resumed.steps == whole.steps);
+    CHECK(resumed.rounds == whole.rounds);
+    CHECK(resumed == whole);  // and the consensus losses, NaN before the first one included
+  }
+}
+
+/// Every worker's exception message from resuming `store` (empty: it resumed).
+template <class Make>
+std::vector<std::string> resume_errors(const cocod::Checkpoints& store, int n, Make make,
+                                       cocod::ResumeOptions ro = {}, cocod::Options o = options) {
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
+    auto model = make(comm.rank());
+    cocod::Optimizer<decltype(model), cocod::comm::Threads, Schedule> opt{comm, o};
+    try {
+      (void)opt.resume(model, store, cocod::Steps{total_steps}, ro);
+    } catch (const cocod::CheckpointError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  return errors;
+}
+
+/// The bytes of every file under `dir`, to prove that nothing was written.
+std::vector<std::pair<std::string, std::string>> snapshot(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      files.emplace_back(e.path().string(), std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("a run interrupted at the start, the middle or the last round resumes bit for bit: CoCoD-SGD") {
+  check_bitwise_resume<cocod::Optimizer>("cocod");
+}
+TEST_CASE("a run interrupted at the start, the middle or the last round resumes bit for bit: S-SGD") {
+  check_bitwise_resume<cocod::SyncSGD>("ssgd");
+}
+TEST_CASE("a run interrupted at the start, the middle or the last round resumes bit for bit: Local-SGD") {
+  check_bitwise_resume<cocod::LocalSGD>("local");
+}
+TEST_CASE("a run interrupted at the start, the middle or the last round resumes bit for bit: Pipe-SGD") {
+  check_bitwise_resume<cocod::PipeSGD>("pipe");
+}
+
+TEST_CASE("resume from an empty directory starts at step 0") {
+  const cocod::Checkpoints store(scratch("empty"));
+  Model model = model_of(0);
+  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, options};
+  CHECK_FALSE(opt.resume(model, store, cocod::Steps{5}));
+  CHECK(opt.steps_taken() == 0);
+  CHECK(opt.finish(model).steps == 0);
+  CHECK(resumed_run<cocod::Optimizer>(store).steps == total_steps);
+}
+
+TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and what differs; nothing written") {
+  const fs::path dir = scratch("bad");
+  const cocod::Checkpoints store(dir);
+  interrupted_run<cocod::Optimizer>(store, 2);
+  const fs::path folder = store.folder(2);
+  const fs::path file1 = folder / "worker-1.ckpt";
+  const auto original = snapshot(dir);
+  auto restore = [&] {
+    for (const auto& [path, bytes] : original) {
+      std::ofstream(path, std::ios::binary) << bytes;
+    }
+  };
+  auto expect = [&](const std::vector<std::string>& errors, const std::string& part) {
+    for (const auto& e : errors) {
+      CAPTURE(e);
+      CHECK(e.find(part) != std::string::npos);
+      CHECK(e == errors[0]);  // the same message on every worker
+    }
+  };
+  auto rewrite = [&](const fs::path& p, auto change) {
+    std::ifstream in(p, std::ios::binary);
+    std::string bytes(std::istreambuf_iterator<char>(in), {});
+    in.close();
+    change(bytes);
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+  };
+  auto fix_manifest = [&](const fs::path& p) {  // so that only the file's own checks can see the damage
+    std::ifstream in(p, std::ios::binary);
+    const std::string bytes(std::istreambuf_iterator<char>(in), {});
+    std::vector<std::byte> b(bytes.size());
+    std::memcpy(b.data(), bytes.data(), bytes.size());
+    auto info = cocod::Checkpoints::read_manifest(folder);
+    info.files[1].size = b.size();
+    info.files[1].crc = cocod::checkpoint::crc32(b);
+    store.commit(info);
+  };
+  const auto same = [](int r) { return model_of(r); };
+
+  SUBCASE("truncated") {
+    rewrite(file1, [](std::string& b) { b.resize(b.size() / 2); });
+    expect(resume_errors(store, workers, same), file1.string() + " has ");
+    fix_manifest(file1);
+    expect(resume_errors(store, workers, same), "is truncated");
+  }
+  SUBCASE("a flipped byte") {
+    rewrite(file1, [](std::string& b) { b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x10); });
+    expect(resume_errors(store, workers, same), "does not match the checksum in its manifest");
+    fix_manifest(file1);
+    expect(resume_errors(store, workers, same), "does not match its checksum");
+  }
+  SUBCASE("another format version") {
+    rewrite(file1, [](std::string& b) { b[8] = 7; });
+    fix_manifest(file1);
+    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 1");
+  }
+  SUBCASE("another scalar type") {
+    expect(resume_errors(store, workers, [](int r) { return cocod_test::LeastSquares<float>(40, 6, 900 + static_cast<std::uint64_t>(r)); }),
+           "the scalar type differs (checkpoint: double, this run: float)");
+  }
+  SUBCASE("another parameter count") {
+    expect(resume_errors(store, workers, [](int r) { return Model(40, 7, 900 + static_cast<std::uint64_t>(r)); }),
+           "the parameter count differs (checkpoint: 6, this run: 7)");
+  }
+  SUBCASE("another number of workers, without opting in") {
+    expect(resume_errors(store, 2, same), "the number of workers differs (checkpoint: 3, this run: 2)");
+  }
+  SUBCASE("other options") {
+    auto o = options;
+    o.momentum = 0.5;
+    expect(resume_errors(store, workers, same, {}, o), "Options::momentum differs (checkpoint: 0.90000000000000002, this run: 0.5)");
+  }
+  SUBCASE("a missing worker file") {
+    fs::remove(file1);
+    expect(resume_errors(store, workers, same), file1.string() + " is missing (the manifest lists it)");
+  }
+  SUBCASE("a manifest without its files") {
+    for (int r = 0; r < workers; ++r) fs::remove(folder / cocod::Checkpoints::file_name(r));
+    expect(resume_errors(store, workers, same), "worker-0.ckpt is missing");
+  }
+  SUBCASE("a damaged manifest") {
+    rewrite(folder / "MANIFEST", [](std::string& b) { b.replace(b.find("workers 3"), 9, "workers x"); });
+    expect(resume_errors(store, workers, same), "MANIFEST has a bad 'workers' line");
+  }
+  // Whatever was wrong, the resume wrote nothing: the files are as the damage left them.
+  const auto damaged = snapshot(dir);
+  for (const auto& [path, bytes] : damaged) CHECK(fs::exists(path));
+  CHECK(!fs::exists(store.folder(3)));
+  restore();
+}
+
+TEST_CASE("every byte of a checkpoint file is covered: a flip anywhere is refused by the reader") {
+  const cocod::Checkpoints store(scratch("flip"));
+  interrupted_run<cocod::PipeSGD>(store, 1);
+  const auto bytes = cocod::Checkpoints::read_bytes(store.folder(1) / "worker-0.ckpt");
+  REQUIRE(bytes.size() > 100);
+  std::size_t refused = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    auto b = bytes;
+    b[i] ^= std::byte{0x01};
+    try {
+      const cocod::checkpoint::FileReader file(b, "f");
+      (void)cocod::checkpoint::read_header(file);
+    } catch (const cocod::CheckpointError&) {
+      ++refused;
+    }
+  }
+  CHECK(refused == bytes.size());
+}
+
+TEST_CASE("the store keeps the newest K complete checkpoints and ignores folders never completed") {
+  const fs::path dir = scratch("keep");
+  const cocod::Checkpoints store(dir, 2);
+  (void)whole_run<cocod::LocalSGD>(&store);
+  CHECK(store.rounds() == std::vector<std::size_t>{6, 7});
+  // a crash while round 8 was written: its folder has no manifest, and it is not read
+  fs::create_directories(store.folder(8));
+  std::ofstream(store.folder(8) / "worker-0.ckpt") << "half a file";
+  REQUIRE(store.latest().has_value());
+  CHECK(store.latest()->round == 7);
+  CHECK(store.latest()->workers == workers);
+  CHECK_THROWS_WITH_AS(cocod::Checkpoints(dir, 0), "cocod::Checkpoints: keep must be >= 1 (got 0)", std::invalid_argument);
+}
+
+TEST_CASE("save() between rounds only") {
+  const cocod::Checkpoints store(scratch("mid-round"));
+  Model model = model_of(0);
+  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, options};
+  opt.begin(model, cocod::Steps{10});
+  opt.step(model, opt.next_batch());
+  CHECK_THROWS_WITH_AS(opt.save(model, store), doctest::Contains("save() between rounds only"), std::logic_error);
+}
+
+namespace {
+/// A model with state beyond its parameters: a count of the samples it has seen.
+struct Counting : Model {
+  using Model::Model;
+  std::uint64_t seen = 0;
+  double loss_and_gradient(std::span<const std::size_t> batch, std::span<double> g) {
+    seen += batch.size();
+    return Model::loss_and_gradient(batch, g);
+  }
+  void save_state(std::vector<std::byte>& out) const {
+    const auto* p = reinterpret_cast<const std::byte*>(&seen);
+    out.assign(p, p + sizeof seen);
+  }
+  void load_state(std::span<const std::byte> in) {
+    if (in.size() != sizeof seen) throw std::runtime_error("Counting: bad state");
+    std::memcpy(&seen, in.data(), sizeof seen);
+  }
+};
+static_assert(cocod::StatefulModel<Counting>);
+static_assert(!cocod::StatefulModel<Model>);
+}  // namespace
+
+TEST_CASE("a model's own state (save_state / load_state) travels with the checkpoint") {
+  const cocod::Checkpoints store(scratch("stateful"));
+  auto run = [&](bool resume, std::size_t stop_round) {
+    std::uint64_t seen = 0;
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      Counting model(40, 6, 5 + static_cast<std::uint64_t>(comm.rank()));
+      cocod::Optimizer<Counting, cocod::comm::Threads> opt{comm, {.period = 2, .batch_size = 3}};
+      if (resume)
+        CHECK(opt.resume(model, store, cocod::Steps{12}));
+      else
+        opt.begin(model, cocod::Steps{12});
+      while (opt.steps_taken() < 12) {
+        opt.step(model, opt.next_batch());
+        if (opt.round_ended() && opt.info().period * stop_round == opt.steps_taken()) {
+          opt.save(model, store);
+          return;
+        }
+      }
+      (void)opt.finish(model);
+      if (comm.rank() == 0) seen = model.seen;
+    });
+    return seen;
+  };
+  (void)run(false, 3);
+  CHECK(run(true, 100) == 12 * 3);  // 6 steps before the checkpoint, 6 after, 3 samples each
+}
+
+TEST_CASE("an elastic resume: 3 workers saved, 2 continue from the consensus and the counters") {
+  const cocod::Checkpoints store(scratch("elastic"));
+  interrupted_run<cocod::Optimizer>(store, 4);
+  std::vector<double> consensus(6, 0.0);
+  {  // the consensus of the saved models, computed here from the files
+    const auto info = *store.latest();
+    for (int j = 0; j < 3; ++j) {
+      const auto bytes = cocod::Checkpoints::read_file(info, j);
+      const cocod::checkpoint::FileReader f(bytes, "f");
+      const double w = cocod::checkpoint::read_header(f).weight;
+      const auto x = f.fields("parameters").values<double>("x", 6);
+      for (std::size_t i = 0; i < 6; ++i) consensus[i] = j == 0 ? w * x[i] : consensus[i] + w * x[i];
+    }
+  }
+  std::vector<std::size_t> steps(2);
+  std::vector<std::vector<double>> start(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    REQUIRE(opt.resume(model, store, cocod::Steps{total_steps}, {.workers_may_change = true}));
+    start[static_cast<std::size_t>(comm.rank())] = model.x;
+    steps[static_cast<std::size_t>(comm.rank())] = opt.steps_taken();
+    while (opt.steps_taken() < total_steps) opt.step(model, opt.next_batch());
+    CHECK(opt.finish(model).steps == total_steps);
+  });
+  CHECK(start[0] == consensus);
+  CHECK(start[1] == consensus);
+  CHECK(steps[0] == 4 * options.period);
+}
+
+TEST_CASE("an adaptive schedule resumes from its saved plan") {
+  using A = cocod::schedule::Adaptive<>;
+  const cocod::Checkpoints store(scratch("adaptive"));
+  std::vector<std::size_t> saved_period(2), saved_batch(2), resumed_period(2), resumed_batch(2);
+  struct Slow : Model {
+    using Model::Model;
+    int delay_us = 0;
+    double loss_and_gradient(std::span<const std::size_t> batch, std::span<double> g) {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us * static_cast<int>(batch.size())));
+      return Model::loss_and_gradient(batch, g);
+    }
+  };
+  const A schedule{.max_period = 6, .first = 2, .every = 3};
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    Slow model(200, 5, static_cast<std::uint64_t>(comm.rank()));
+    model.delay_us = comm.rank() == 1 ? 80 : 10;
+    cocod::Optimizer<Slow, cocod::comm::Threads, A> opt{comm, {.period = 2, .batch_size = 8}, schedule};
+    opt.begin(model, cocod::Steps{400});
+    while (opt.steps_taken() < 400) {
+      opt.step(model, opt.next_batch());
+      if (opt.round_ended() && opt.last_round().round == 8) break;
+    }
+    opt.save(model, store);
+    saved_period[static_cast<std::size_t>(comm.rank())] = opt.info().period;
+    saved_batch[static_cast<std::size_t>(comm.rank())] = opt.info().batch_size;
+  });
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    Slow model(200, 5, static_cast<std::uint64_t>(comm.rank()));
+    cocod::Optimizer<Slow, cocod::comm::Threads, A> opt{comm, {.period = 2, .batch_size = 8}, schedule};
+    REQUIRE(opt.resume(model, store, cocod::Steps{400}));
+    resumed_period[static_cast<std::size_t>(comm.rank())] = opt.info().period;
+    resumed_batch[static_cast<std::size_t>(comm.rank())] = opt.info().batch_size;
+    CHECK(opt.steps_taken() > 0);
+  });
+  CHECK(saved_batch[1] < 8);  // the slow worker was given a smaller batch
+  CHECK(resumed_period == saved_period);
+  CHECK(resumed_batch == saved_batch);
+}
