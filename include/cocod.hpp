@@ -28,8 +28,13 @@
 #include "cocod/callbacks/progress_bar.hpp"
 #include "cocod/callbacks/csv_logger.hpp"
 #include "cocod/callbacks/early_stop.hpp"
+#include "cocod/callbacks/checkpoint.hpp"
 
 #include "cocod/trace/timeline.hpp"
+
+#include "cocod/checkpoint/format.hpp"
+#include "cocod/checkpoint/store.hpp"
+#include "cocod/checkpoint/digest.hpp"
 
 #include "cocod/algorithm/trainer.hpp"
 #include "cocod/algorithm/cocod_sgd.hpp"

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -443,4 +444,53 @@ TEST_CASE("an adaptive schedule resumes from its saved plan") {
   CHECK(saved_batch[1] < 8);  // the slow worker was given a smaller batch
   CHECK(resumed_period == saved_period);
   CHECK(resumed_batch == saved_batch);
+}
+
+TEST_CASE("callbacks::Checkpoint saves every R rounds, or every T seconds at the same round on every worker") {
+  const Outcome whole = whole_run<cocod::Optimizer>();
+  auto run = [&](const cocod::Checkpoints& store, cocod::callbacks::CheckpointEvery every) {
+    std::vector<std::size_t> saves(workers);
+    Outcome out;
+    out.x.resize(workers);
+    std::mutex m;
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      using Opt = cocod::Optimizer<Model, cocod::comm::Threads, Schedule>;
+      Model model = model_of(comm.rank());
+      Opt opt{comm, options};
+      cocod::callbacks::Checkpoint save{opt, model, store, every};
+      const auto report = opt.optimize(model, cocod::Steps{total_steps}, save);
+      saves[static_cast<std::size_t>(comm.rank())] = save.saves();
+      keep<Opt>(out, m, comm.rank(), model, report);
+    });
+    CHECK(out == whole);
+    return saves;
+  };
+  {
+    const cocod::Checkpoints store(scratch("every-2-rounds"));
+    CHECK(run(store, {.rounds = 2}) == std::vector<std::size_t>(workers, 3));  // after rounds 2, 4 and 6
+    CHECK(store.rounds() == std::vector<std::size_t>{4, 6});
+  }
+  {
+    const cocod::Checkpoints store(scratch("every-microsecond"));
+    const auto saves = run(store, {.seconds = 1e-6});
+    CHECK(saves[0] >= 3);
+    CHECK(saves == std::vector<std::size_t>(workers, saves[0]));
+  }
+  Model model = model_of(0);
+  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, options};
+  const cocod::Checkpoints store(scratch("unused"));
+  CHECK_THROWS_WITH_AS((cocod::callbacks::Checkpoint{opt, model, store, {}}),
+                       "cocod::callbacks::CheckpointEvery: rounds or seconds must be > 0 (got rounds = 0, seconds = 0)",
+                       std::invalid_argument);
+}
+
+TEST_CASE("model_digest: the same bits give the same digest, one changed bit another") {
+  std::vector<double> a{1.0, 2.0, 3.0};
+  auto b = a;
+  CHECK(cocod::digest(std::span<const double>(a)) == cocod::digest(std::span<const double>(b)));
+  CHECK(cocod::digest(std::span<const double>(a)).size() == 16);
+  b[1] = std::nextafter(b[1], 3.0);
+  CHECK(cocod::digest(std::span<const double>(a)) != cocod::digest(std::span<const double>(b)));
+  Model m = model_of(0);
+  CHECK(cocod::model_digest(m) == cocod::digest(std::span<const double>(m.x)));
 }

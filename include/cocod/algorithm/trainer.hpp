@@ -152,6 +152,7 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
     auto x = this->parameters(model, "save");
     if (this->pos_.step_in_round != 0)
       throw std::logic_error("cocod: save() between rounds only: call it once round_ended() is true, or before the first step");
+    this->control_.checkpoint_taken();  // before the state is saved: a resumed run must not take it again
     this->write_checkpoint(store, [&] { return this->save_state(model, x, serializer()); });
   }
 
@@ -219,6 +220,13 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   /// Pipe-SGD), so all workers stop at the same step. In a loop of your own: stop once
   /// round_ended() && stop_agreed(), then call finish().
   void request_stop() noexcept { this->control_.vote(); }
+  /// Asks every worker to checkpoint: the request travels like a stop request, and once
+  /// checkpoint_agreed() is true (at the same round end on every worker) each worker calls
+  /// save(). callbacks::Checkpoint does this for a time interval.
+  void request_checkpoint() noexcept { this->control_.vote_checkpoint(); }
+  /// True once a checkpoint request of any worker has reached this worker and save() has not
+  /// been called since.
+  [[nodiscard]] bool checkpoint_agreed() const noexcept { return this->control_.state().checkpoint_agreed; }
   /// Records this worker's steps, waits and collectives into `lane` (nullptr: stop recording).
   /// Set it before begin(); see cocod/trace/timeline.hpp for the Chrome trace.
   void trace(trace::Lane* lane) noexcept { this->recorder_.trace(lane); }

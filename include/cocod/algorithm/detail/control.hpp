@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace cocod::detail {
@@ -20,12 +21,12 @@ struct ControlTag {
   bool measured = false;          ///< the schedule's window follows them
 };
 
-/// Slots [w_i * (latest complete round's mean loss), stop vote], then `extra` slots for the
-/// schedule. Owns the host staging of the slots and the run state of losses and votes.
+/// Slots [w_i * (latest complete round's mean loss), stop vote, checkpoint vote], then `extra`
+/// slots for the schedule. Owns the host staging of the slots and the run state of losses and votes.
 template <class T>
 class ControlSlots {
  public:
-  static constexpr std::size_t own = 2;
+  static constexpr std::size_t own = 3;
 
   /// Run state: the loss waiting to be sent, the consensus that arrived, the votes.
   struct State {
@@ -35,6 +36,8 @@ class ControlSlots {
     double consensus_loss = std::numeric_limits<double>::quiet_NaN();
     bool vote = false;         ///< this worker asked to stop
     bool stop_agreed = false;  ///< some worker's request has arrived
+    bool checkpoint_vote = false;    ///< this worker asks for a checkpoint (sent once)
+    bool checkpoint_agreed = false;  ///< some worker's request for a checkpoint has arrived
   };
 
   void start(std::size_t extra) {
@@ -52,11 +55,15 @@ class ControlSlots {
     s_.ready_loss = mean_loss;
   }
   void vote() noexcept { s_.vote = true; }
+  void vote_checkpoint() noexcept { s_.checkpoint_vote = true; }
+  /// The checkpoint that was asked for is taken.
+  void checkpoint_taken() noexcept { s_.checkpoint_agreed = false; }
 
   /// Fills the own slots of the staging (the extra ones are the schedule's); returns the tag.
   ControlTag write(double weight, bool measured) noexcept {
     staging_[0] = s_.ready_round == npos ? T(0) : static_cast<T>(weight * s_.ready_loss);
     staging_[1] = s_.vote ? T(1) : T(0);
+    staging_[2] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
     return ControlTag{s_.ready_round, measured};
   }
   /// Reads the own slots of the staging after a reduction.
@@ -66,6 +73,7 @@ class ControlSlots {
       s_.consensus_round = tag.loss_round;
     }
     if (staging_[1] > T(0)) s_.stop_agreed = true;
+    if (staging_[2] > T(0)) s_.checkpoint_agreed = true;
   }
 
   /// The staging, to copy to and from the tail of a reduced buffer.
@@ -81,6 +89,8 @@ class ControlSlots {
     a("consensus_loss", s_.consensus_loss);
     a("vote", s_.vote);
     a("stop_agreed", s_.stop_agreed);
+    a("checkpoint_vote", s_.checkpoint_vote);
+    a("checkpoint_agreed", s_.checkpoint_agreed);
   }
 
  private:

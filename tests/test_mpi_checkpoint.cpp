@@ -1,0 +1,137 @@
+// Checkpoints over comm::Mpi, run by ctest under mpiexec (np 2 and 3): for every algorithm a run
+// interrupted at the start, the middle and the last round and resumed equals the uninterrupted
+// run bit for bit, and equals the same run over comm::Threads; a damaged checkpoint is the same
+// error on every rank.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+#include <cocod/comm/mpi.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+using cocod::comm::Mpi;
+using Model = cocod_test::LeastSquares<double>;
+using Schedule = cocod::schedule::Fixed<cocod::lr::Cosine>;
+const cocod::Options options{.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 4, .seed = 3};
+constexpr std::size_t total_steps = 22;
+Mpi* world = nullptr;
+
+Model model_of(int rank) { return Model(40, 6, 700 + static_cast<std::uint64_t>(rank)); }
+
+/// The same directory on every rank (the job's ranks share this machine's file system).
+fs::path scratch(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("cocod-test-mpi-checkpoint-" + std::to_string(world->size()) + "-" + name);
+  std::vector<double> token{0.0};
+  if (world->rank() == 0) fs::remove_all(p);
+  world->all_reduce(std::span<double>(token));  // nobody uses it before rank 0 cleared it
+  return p;
+}
+
+struct Run {
+  std::vector<double> x, losses;
+  std::size_t steps = 0;
+};
+
+/// mode 0: the whole run; 1: stop after saving at `round`; 2: resume and finish.
+template <template <class...> class Algorithm, class Comm>
+Run run(Comm comm, int mode, const cocod::Checkpoints* store = nullptr, std::size_t round = 0) {
+  Model model = model_of(comm.rank());
+  Algorithm<Model, Comm, Schedule> opt{comm, options};
+  if (mode == 2) {
+    for (auto& v : model.x) v = -7.0;
+    REQUIRE(opt.resume(model, *store, cocod::Steps{total_steps}));
+  } else {
+    opt.begin(model, cocod::Steps{total_steps});
+  }
+  while (opt.steps_taken() < total_steps) {
+    if (mode == 1 && opt.steps_taken() == round * options.period) {
+      opt.save(model, *store);
+      return {};
+    }
+    opt.step(model, opt.next_batch());
+  }
+  if (mode == 1) {
+    opt.save(model, *store);  // the last full round ended at the last step
+    return {};
+  }
+  const auto report = opt.finish(model);
+  Run r{model.x, {}, report.steps};
+  for (const auto& s : report.rounds) r.losses.push_back(s.loss);
+  return r;
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+template <template <class...> class Algorithm>
+void check(const char* name) {
+  CAPTURE(name);
+  const Run whole = run<Algorithm>(*world, 0);
+  Run threads;
+  cocod::comm::Threads::run(world->size(), [&](cocod::comm::Threads t) {
+    auto r = run<Algorithm>(t, 0);
+    if (t.rank() == world->rank()) threads = std::move(r);
+  });
+  CHECK(same_bits(whole.x, threads.x));
+  for (const std::size_t round : {std::size_t{0}, std::size_t{3}, std::size_t{7}}) {
+    CAPTURE(round);
+    const cocod::Checkpoints store(scratch(std::string(name) + "-" + std::to_string(round)));
+    (void)run<Algorithm>(*world, 1, &store, round);
+    const Run resumed = run<Algorithm>(*world, 2, &store);
+    CHECK(same_bits(resumed.x, whole.x));
+    CHECK(same_bits(resumed.losses, whole.losses));
+    CHECK(resumed.steps == whole.steps);
+  }
+}
+}  // namespace
+
+TEST_CASE("CoCoD-SGD over MPI resumes bit for bit") { check<cocod::Optimizer>("cocod"); }
+TEST_CASE("S-SGD over MPI resumes bit for bit") { check<cocod::SyncSGD>("ssgd"); }
+TEST_CASE("Local-SGD over MPI resumes bit for bit") { check<cocod::LocalSGD>("local"); }
+TEST_CASE("Pipe-SGD over MPI resumes bit for bit") { check<cocod::PipeSGD>("pipe"); }
+
+TEST_CASE("a corrupt worker file is the same error on every rank, and the store is left as it was") {
+  const cocod::Checkpoints store(scratch("corrupt"));
+  (void)run<cocod::Optimizer>(*world, 1, &store, 2);
+  const fs::path victim = store.folder(2) / cocod::Checkpoints::file_name(world->size() - 1);
+  std::vector<double> token{0.0};
+  if (world->rank() == 0) {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  world->all_reduce(std::span<double>(token));
+  Model model = model_of(world->rank());
+  cocod::Optimizer<Model, Mpi, Schedule> opt{*world, options};
+  std::string error;
+  try {
+    (void)opt.resume(model, store, cocod::Steps{total_steps});
+  } catch (const cocod::CheckpointError& e) {
+    error = e.what();
+  }
+  CHECK(error.find(victim.string()) != std::string::npos);
+  CHECK(error.find("does not match the checksum in its manifest") != std::string::npos);
+  CHECK(store.rounds() == std::vector<std::size_t>{2});
+}
+
+int main(int argc, char** argv) {
+  Mpi comm(argc, argv);
+  world = &comm;
+  doctest::Context context(argc, argv);
+  const int failed = context.run();
+  std::vector<double> failures{failed ? 1.0 : 0.0};
+  comm.all_reduce(std::span<double>(failures));
+  if (comm.rank() == 0) std::printf("test_mpi_checkpoint: %d rank(s), %g with failures\n", comm.size(), failures[0]);
+  return failures[0] > 0 ? 1 : 0;
+}
