@@ -19,6 +19,14 @@ grep -q "batch sizes of the last round" <<<"$out" || fail "no batch sizes for pr
 head -c 40 "$dir/trace.json" | grep -q '^{"displayTimeUnit":"ms","traceEvents":\[' || fail "trace header"
 [ "$(tail -c 3 "$dir/trace.json")" = "]}"$'\n' ] 2>/dev/null || [ "$(tail -n 1 "$dir/trace.json")" = "]}" ] || fail "trace is not closed"
 grep -q '"name":"Pipe-SGD (proportional)"' "$dir/trace.json" || fail "trace lacks a run"
+# checkpoints: the run resumed from its last checkpoint ends with the same model, bit for bit
+rm -rf "$dir/ckpt"
+digest() { grep '^model digest CoCoD-SGD: ' <<<"$1" || fail "no model digest"; }
+first=$("$exe" --algo cocod --workers 2 --epochs 0.1 --momentum 0.9 --checkpoint "$dir/ckpt" --checkpoint-every 3 --brief --no-progress)
+[ -f "$dir/ckpt/cocod/$(ls "$dir/ckpt/cocod" | tail -1)/MANIFEST" ] || fail "no checkpoint written"
+again=$("$exe" --algo cocod --workers 2 --epochs 0.1 --momentum 0.9 --checkpoint "$dir/ckpt" --checkpoint-every 3 --brief --no-progress --resume)
+grep -q '^# CoCoD-SGD resumed from ' <<<"$again" || fail "the second run did not resume"
+[ "$(digest "$first")" = "$(digest "$again")" ] || fail "the resumed run's model differs: $(digest "$first") vs $(digest "$again")"
 # bad input: the message names the problem
 if "$exe" --slowdown 5:2 --workers 2 --epochs 0.01 --no-progress 2>"$dir/err.txt"; then fail "--slowdown 5:2 accepted"; fi
 grep -q "does not exist (2 workers" "$dir/err.txt" || fail "bad --slowdown message: $(cat "$dir/err.txt")"

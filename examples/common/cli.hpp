@@ -104,6 +104,23 @@ inline CLI::Validator writable_file() {
       "");
 }
 
+/// A folder that can be written, or created: it is a writable folder, or the nearest part of
+/// the path that exists is one.
+inline CLI::Validator writable_folder() {
+  return CLI::Validator(
+      [](std::string& path) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::path p(path);
+        if (path.empty()) return std::string("needs a folder");
+        if (fs::exists(p, ec) && !fs::is_directory(p, ec)) return "cannot write into '" + path + "': it is not a folder";
+        while (!p.empty() && !fs::exists(p, ec)) p = p.has_parent_path() && p.parent_path() != p ? p.parent_path() : fs::path(".");
+        if (::access(p.c_str(), W_OK) != 0) return "cannot write into '" + path + "': '" + p.string() + "' is not writable";
+        return std::string();
+      },
+      "");
+}
+
 /// One of `choices`.
 inline CLI::Validator one_of(std::vector<std::string> choices) {
   return CLI::Validator(

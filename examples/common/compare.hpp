@@ -53,6 +53,11 @@ inline void report(const std::vector<Result>& results, const Args& args, bool th
     print_table(results, args, throttle, m);
   if (args.comm == "threads" && std::find(args.samplings.begin(), args.samplings.end(), "proportional") != args.samplings.end())
     print_last_batches(results, args, workers);
+  for (const auto& r : results) {  // one line per run, to compare runs bit for bit from the shell
+    const std::string run = display_name(r.key) + (args.samplings.size() > 1 ? " (" + r.sampling + ")" : std::string());
+    if (!r.resumed.empty()) std::printf("# %s resumed from %s\n", run.c_str(), r.resumed.c_str());
+    std::printf("model digest %s: %s\n", run.c_str(), r.digest.c_str());
+  }
 }
 
 /// Every algorithm (and sampling) on `runner`'s workers; rank 0 prints. Returns the exit status.
@@ -66,8 +71,8 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
     return 2;
   }
   using Model = std::invoke_result_t<MakeModel, int, int>;
-  // + the control slots: 2, and 2 per worker for the adaptive schedule's measurements
-  const std::size_t bytes = (parameters + 2 + 2 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
+  // + the control slots: 3, and 2 per worker for the adaptive schedule's measurements
+  const std::size_t bytes = (parameters + 3 + 2 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
   const bool throttle = args.comm == "threads" || args.link_given;  // mpi, nccl: the real network
   const double step_s = measure_step_seconds(runner, args, make);
   const cocod::comm::Link link = size_link(args, bytes, workers, step_s);

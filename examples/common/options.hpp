@@ -40,6 +40,9 @@ struct Args {
   double curve_every = 0.5;      // epochs between two points of the curve
   bool brief = false;            // the short table (the demo's)
   double comm_ratio = 1.0;       // --compute-ratio: with --latency auto, m = k*c / comm_ratio
+  std::string checkpoint;        // directory of checkpoints, one folder per algorithm (and sampling)
+  std::size_t checkpoint_every = 10;  // rounds between two checkpoints
+  bool resume = false;           // continue each run from its newest checkpoint
 };
 
 /// The communicators this build offers (--comm).
@@ -242,6 +245,16 @@ inline void Cli::add_output() {
       ->type_name("FILE")->check(cli::writable_file())->group(g);
   app_.add_option("--curve-every", a_.curve_every, "epochs between two points of the curve")
       ->type_name("E")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  auto* checkpoint = app_.add_option("--checkpoint", a_.checkpoint,
+                                     "save each algorithm's run into DIR/<algorithm>, every\n"
+                                     "--checkpoint-every rounds (the newest 2 are kept)")
+      ->type_name("DIR")->check(cli::writable_folder())->group(g);
+  app_.add_option("--checkpoint-every", a_.checkpoint_every, "rounds between two checkpoints")
+      ->type_name("R")->capture_default_str()->check(cli::whole(1, 1ull << 40))->needs(checkpoint)->group(g);
+  app_.add_flag("--resume", a_.resume,
+                "continue each algorithm's run from its newest checkpoint in --checkpoint DIR\n"
+                "(from the start when there is none); give the other flags as before")
+      ->needs(checkpoint)->group(g);
   app_.add_flag("--brief", a_.brief,
                 "the short table: epochs, metrics, wall time, time per round and per\n"
                 "step, time waited, speedup")->group(g);

@@ -50,7 +50,14 @@ struct Result {
   std::vector<Point> curve;
   std::shared_ptr<cocod::trace::Timeline> timeline;
   std::vector<std::size_t> last_batch;  // per worker, the last round's M_i (in-process workers)
+  std::string digest;                   // of the consensus model (rank 0's)
+  std::string resumed;                  // where the run continued from, when it resumed
 };
+
+/// Where one run's checkpoints go: --checkpoint DIR / algorithm [. sampling].
+inline std::string checkpoint_folder(const Args& args, const std::string& key, const std::string& sampling) {
+  return args.checkpoint + "/" + key + (args.samplings.size() > 1 ? "." + sampling : "");
+}
 
 inline cocod::Options options_for(const std::string& key, const Args& args) {
   return {.learning_rate = args.learning_rate, .momentum = args.momentum,
@@ -118,9 +125,22 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
     Observer<Model> observer = observer_for(key, sampling, args, model);
     with_optimizer<Model>(key, comm, options, schedule, [&](auto&& opt) {
       if (result.timeline) opt.trace(&result.timeline->lane(rank));
-      cocod::Report report = opt.optimize(model, cocod::Epochs{args.epochs}, observer);
+      cocod::Report report;
+      if (args.checkpoint.empty()) {
+        report = opt.optimize(model, cocod::Epochs{args.epochs}, observer);
+      } else {
+        const cocod::Checkpoints store(checkpoint_folder(args, key, sampling));
+        if (args.resume) {
+          const auto latest = store.latest();  // (resume checks it again, on every worker)
+          if (rank == 0 && latest) result.resumed = latest->folder.string() + " (round " + std::to_string(latest->round) + ")";
+          opt.resume_from(store);
+        }
+        cocod::callbacks::Checkpoint save{opt, model, store, {.rounds = args.checkpoint_every}};
+        report = opt.optimize(model, cocod::Epochs{args.epochs}, observer, save);
+      }
       if (!report.rounds.empty()) result.last_batch[r] = report.rounds.back().batch_size;  // own entry
       if (rank != 0) return;
+      result.digest = cocod::model_digest(model);
       result.report = std::move(report);
       result.metrics = evaluate(model.inner);
       if (!args.curve.empty()) record_curve(result, model, observer, evaluate);
