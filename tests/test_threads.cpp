@@ -231,3 +231,35 @@ TEST_CASE("a request replaced by another waits for its own collective first") {
     CHECK(b == std::vector<float>(3, 4.0f));
   });
 }
+
+TEST_CASE("mismatched collectives stop the group: a later collective fails at once, naming the mismatch") {
+  // Worker 0 broadcasts one double while worker 1 posts two all-reduces of 6: the first pair
+  // mismatches, and worker 1's second collective must not wait to pair with whatever worker 0
+  // calls next. Under ThreadSanitizer this also checks that no worker overwrites its posted
+  // collective while another still reads it to describe the mismatch.
+  std::atomic<int> mismatches{0};
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    if (comm.rank() == 0) {
+      std::vector<double> b(1, 1.0);
+      try {
+        comm.broadcast(std::span<double>(b), 0);
+      } catch (const cocod::DistributedError& e) {
+        CHECK(std::string(e.what()).find("(worker 0: broadcast of 1 doubles from root 0; worker 1: all_reduce of 6 "
+                                         "doubles)") != std::string::npos);
+        ++mismatches;
+      }
+      return;
+    }
+    std::vector<double> x(6, 1.0), y(6, 1.0);
+    auto first = comm.all_reduce_async(std::span<double>(x));
+    auto second = comm.all_reduce_async(std::span<double>(y));
+    try {
+      first.wait();
+    } catch (const cocod::DistributedError&) {
+      ++mismatches;
+    }
+    CHECK_THROWS_WITH_AS(second.wait(), doctest::Contains("collective aborted: workers called mismatched collectives"),
+                         cocod::Aborted);
+  });
+  CHECK(mismatches == 2);
+}

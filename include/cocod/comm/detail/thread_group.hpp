@@ -50,6 +50,12 @@ class AbortableBarrier {
     cv_.notify_all();
   }
 
+  /// Throws what arrive_and_wait would throw once the group is aborted or a member has left.
+  void check() {
+    std::lock_guard lock(mutex_);
+    throw_if_broken();
+  }
+
   /// A member will never arrive again; anyone waiting now or later fails.
   void depart(int rank) {
     std::lock_guard lock(mutex_);
@@ -169,17 +175,23 @@ class Group {
   void execute(int rank, const Job& job) {
     const auto r = static_cast<std::size_t>(rank);
     const auto N = static_cast<std::size_t>(size_);
+    // A stopped group posts nothing more: after a mismatch (below) the others may still be
+    // reading posted_ to describe it, with no barrier left to wait for them.
+    barrier_.check();
     posted_[r] = job;
     barrier_.arrive_and_wait();
     // Every worker checks the same collectives, so every worker raises the same error.
     for (std::size_t q = 0; q < N; ++q) {
       const Job& other = posted_[q];
       if (other.op != job.op || other.is_double != job.is_double || other.count != job.count ||
-          other.root != job.root)
-        throw DistributedError(
-            "cocod::comm::Threads: workers called mismatched collectives (worker " +
-            std::to_string(rank) + ": " + describe(job) + "; worker " + std::to_string(q) + ": " +
-            describe(other) + ")");
+          other.root != job.root) {
+        const std::string mismatch = "workers called mismatched collectives (worker " + std::to_string(rank) + ": " +
+                                     describe(job) + "; worker " + std::to_string(q) + ": " + describe(other) + ")";
+        // The workers are out of step: each later collective would pair with another worker's
+        // wrong one. The group stops, so later collectives fail with cocod::Aborted.
+        barrier_.abort(mismatch);
+        throw DistributedError("cocod::comm::Threads: " + mismatch);
+      }
     }
     T* mine = static_cast<T*>(job.data);
     if (job.op == Op::broadcast) {
