@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -262,4 +264,43 @@ TEST_CASE("mismatched collectives stop the group: a later collective fails at on
                          cocod::Aborted);
   });
   CHECK(mismatches == 2);
+}
+
+TEST_CASE("a ticket ring reports a failed ticket as failed even after its slot was reused") {
+  cocod::comm::detail::TicketRing<int, 4> ring;
+  auto complete = [&](std::exception_ptr error) {
+    (void)ring.push(0);
+    ring.retire(error);
+  };
+  complete(nullptr);                                                        // ticket 0
+  complete(std::make_exception_ptr(std::runtime_error("ticket 1 failed")));  // ticket 1
+  for (int t = 2; t < 10; ++t) complete(nullptr);                            // tickets 2..9: 0..5 are reused
+  CHECK_NOTHROW((void)ring.result(0));  // before the first failure: it succeeded
+  CHECK_THROWS_WITH_AS((void)ring.result(1), "ticket 1 failed", std::runtime_error);
+  // Forgotten outcomes after a failure count as failed: never report success that may be false.
+  for (std::uint64_t t = 2; t < 6; ++t) CHECK_THROWS_WITH_AS((void)ring.result(t), "ticket 1 failed", std::runtime_error);
+  for (std::uint64_t t = 6; t < 10; ++t) CHECK_NOTHROW((void)ring.result(t));  // still held: their own outcome
+}
+
+TEST_CASE("a failed collective's request still fails when waited after a full ring of later ones") {
+  std::atomic<int> failures{0};
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    std::vector<double> v(comm.rank() == 0 ? 4 : 5, 1.0);
+    auto mismatched = comm.all_reduce_async(std::span<double>(v));
+    std::vector<double> w(3, 1.0);
+    for (std::size_t i = 0; i < cocod::comm::detail::TicketRing<cocod::comm::detail::Job>::capacity; ++i) {
+      auto later = comm.all_reduce_async(std::span<double>(w));
+      try {
+        later.wait();
+      } catch (const cocod::Aborted&) {  // the group is stopped by the mismatch
+      }
+    }
+    try {
+      mismatched.wait();
+    } catch (const cocod::DistributedError& e) {
+      CHECK(std::string(e.what()).find("mismatched collectives") != std::string::npos);
+      ++failures;
+    }
+  });
+  CHECK(failures == 2);
 }

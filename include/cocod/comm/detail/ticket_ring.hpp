@@ -74,12 +74,22 @@ struct TicketRing {
     const std::size_t slot = completed % Capacity;
     done_at[slot] = Clock::now();
     errors[slot] = error;
+    if (error && !first_error) {
+      first_error = error;
+      first_error_ticket = completed;
+    }
     ++completed;
   }
-  /// When a completed ticket completed; rethrows its failure. Valid until Capacity more complete.
+  /// When a completed ticket completed; rethrows its failure. The time is valid until Capacity
+  /// more complete. Once Capacity later tickets were posted, the ticket's slot holds another and
+  /// its own outcome is gone; what the ring still knows decides: a ticket before the first
+  /// failure succeeded (else it would be the first), and one at or after it is reported with
+  /// that failure rather than as a success that may be false (a group that failed is broken).
   [[nodiscard]] Clock::time_point result(std::uint64_t ticket) const {
     const std::size_t slot = ticket % Capacity;
-    if (errors[slot]) std::rethrow_exception(errors[slot]);
+    const bool held = posted - ticket <= Capacity;
+    if (held && errors[slot]) std::rethrow_exception(errors[slot]);
+    if (!held && first_error && ticket >= first_error_ticket) std::rethrow_exception(first_error);
     return done_at[slot];
   }
 
@@ -88,6 +98,8 @@ struct TicketRing {
   std::array<std::exception_ptr, Capacity> errors{};
   std::uint64_t posted = 0;
   std::uint64_t completed = 0;
+  std::exception_ptr first_error;  // the first ticket that failed, kept when its slot is reused
+  std::uint64_t first_error_ticket = 0;
 };
 
 /// The request of a collective queued in a TicketRing: `Queue::wait(ticket)` blocks until the
