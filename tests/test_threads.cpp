@@ -3,18 +3,42 @@
 
 #include <cocod.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
+
+// A device backend for comm::Threads' staging of device buffers, found by argument-dependent
+// lookup on device_span<double> as the real one is: its "device" memory is host memory, and its
+// pinned allocation fails when asked to, as cudaMallocHost does when pinned memory runs out.
+namespace fake_device {
+bool fail_next_allocation = false;
+}  // namespace fake_device
+namespace cocod::backend {
+inline void* host_staging_allocate(device_span<double>, std::size_t bytes) {
+  if (std::exchange(fake_device::fail_next_allocation, false)) throw std::bad_alloc();
+  return ::operator new(bytes);
+}
+inline void host_staging_free(device_span<double>, void* p) noexcept { ::operator delete(p); }
+inline void copy_to_host(device_span<const double> from, double* to) {
+  if (!to) throw std::logic_error("fake device: copy_to_host into a null host buffer");
+  std::copy_n(from.data(), from.size(), to);
+}
+inline void copy_from_host_async(const double* from, device_span<double> to) {
+  std::copy_n(from, to.size(), to.data());
+}
+}  // namespace cocod::backend
 
 TEST_CASE_TEMPLATE("all_reduce sums in rank order and broadcast copies the root", T, float, double) {
   for (int workers : {1, 2, 3, 5}) {
@@ -303,4 +327,19 @@ TEST_CASE("a failed collective's request still fails when waited after a full ri
     }
   });
   CHECK(failures == 2);
+}
+
+TEST_CASE("a failed pinned allocation leaves the staging slot empty, so a later smaller collective allocates anew") {
+  cocod::comm::Threads::run(1, [&](cocod::comm::Threads comm) {
+    std::vector<double> small(2, 1.5), large(16, 2.0);
+    const cocod::device_span<double> s(small.data(), small.size()), l(large.data(), large.size());
+    const auto slots = cocod::comm::detail::HostStaging::slots;
+    for (std::size_t i = 0; i < slots; ++i) comm.all_reduce(s);  // every slot holds 2 doubles
+    fake_device::fail_next_allocation = true;
+    CHECK_THROWS_AS(comm.all_reduce(l), std::bad_alloc);  // the next slot gives up its memory, gets none
+    for (std::size_t i = 0; i < slots; ++i) comm.all_reduce(s);  // ... and comes round again
+    CHECK(small == std::vector<double>(2, 1.5));
+    comm.all_reduce(l);
+    CHECK(large == std::vector<double>(16, 2.0));
+  });
 }

@@ -55,8 +55,11 @@ class HostStaging {
     if (!slot)
       throw std::logic_error("cocod: more than 4 collectives on device buffers in flight on one worker");
     if (slot->capacity < d.size_bytes()) {
+      // The slot has no memory from here until the allocation returns: if it throws, a later
+      // smaller buffer must allocate anew, not be copied to the null pointer left behind.
       if (slot->host) slot->release(slot->host);
       slot->host = nullptr;
+      slot->capacity = 0;
       slot->host = host_staging_allocate(d, d.size_bytes());
       slot->capacity = d.size_bytes();
       slot->release = +[](void* p) { host_staging_free(device_span<T>(), p); };
