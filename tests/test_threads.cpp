@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -342,4 +343,55 @@ TEST_CASE("a failed pinned allocation leaves the staging slot empty, so a later 
     comm.all_reduce(l);
     CHECK(large == std::vector<double>(16, 2.0));
   });
+}
+
+namespace {
+// Starts threads as std::thread does, except the one numbered `fail_at` (from 0), which fails as
+// std::thread fails when the system has no thread left to give.
+struct FailingStart {
+  int fail_at;
+  int started = 0;
+  template <class F>
+  std::thread operator()(F&& f) {
+    if (started++ == fail_at)
+      throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again), "pthread_create");
+    return std::thread(std::forward<F>(f));
+  }
+};
+}  // namespace
+
+TEST_CASE("a worker thread that cannot be started stops those started and is reported as std::system_error") {
+  std::atomic<bool> stopped{false};
+  std::atomic<int> ran{0}, left{0};
+  std::vector<std::string> reasons;
+  std::mutex m;
+  CHECK_THROWS_WITH_AS(cocod::comm::detail::run_workers(
+                           4,
+                           [&](int) {  // like a collective that waits for every rank until aborted
+                             ++ran;
+                             while (!stopped) std::this_thread::yield();
+                             throw cocod::Aborted("collective aborted");
+                           },
+                           [&](const std::string& reason) {
+                             std::lock_guard lock(m);
+                             reasons.push_back(reason);
+                             stopped = true;
+                           },
+                           [&](int) { ++left; }, FailingStart{2}),
+                       doctest::Contains("cocod::comm: the thread of worker 2 of 4 could not be started: "),
+                       std::system_error);
+  CHECK(ran == 2);
+  CHECK(left == 4);  // the two started, and the two that never ran
+  REQUIRE(!reasons.empty());
+  CHECK(reasons[0] == "worker 2 could not be started");
+}
+
+TEST_CASE("a communication thread that cannot be started stops those started and is reported as std::system_error") {
+  for (int fail_at : {0, 2}) {
+    CAPTURE(fail_at);
+    const std::string expected = "cocod::comm::Threads: the communication thread of worker " +
+                                 std::to_string(fail_at) + " of 3 could not be started: ";
+    CHECK_THROWS_WITH_AS(cocod::comm::detail::Group(3, FailingStart{fail_at}), doctest::Contains(expected.c_str()),
+                         std::system_error);
+  }
 }

@@ -18,6 +18,7 @@
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/rank_order.hpp"
+#include "cocod/comm/detail/thread_start.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
 #include "cocod/errors.hpp"
 
@@ -102,22 +103,28 @@ struct Channel {
 
 class Group {
  public:
-  explicit Group(int workers)
+  /// Starts the communication thread of each worker with `start` (see thread_start.hpp). If one
+  /// cannot be started, those already running are stopped and joined, and the failure rethrown.
+  template <class Start = StartThread>
+  explicit Group(int workers, Start&& start = {})
       : size_(workers),
         barrier_(workers),
         posted_(static_cast<std::size_t>(workers)),
         partial_(static_cast<std::size_t>(workers)) {
     for (int r = 0; r < workers; ++r) channels_.push_back(std::make_unique<Channel>());
-    for (int r = 0; r < workers; ++r)
-      channels_[static_cast<std::size_t>(r)]->thread = std::thread([this, r] { serve(r); });
+    for (int r = 0; r < workers; ++r) {
+      try {
+        channel(r).thread = start([this, r] { serve(r); });
+      } catch (...) {
+        stop();  // a constructor that throws runs no destructor
+        rethrow_start_failure("cocod::comm::Threads: the communication thread of worker " + std::to_string(r) +
+                              " of " + std::to_string(workers) + " could not be started");
+      }
+    }
   }
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
-  ~Group() {
-    for (int r = 0; r < size_; ++r) close(r);
-    for (auto& c : channels_)
-      if (c->thread.joinable()) c->thread.join();
-  }
+  ~Group() { stop(); }
 
   [[nodiscard]] int size() const noexcept { return size_; }
   Channel& channel(int rank) { return *channels_[static_cast<std::size_t>(rank)]; }
@@ -145,6 +152,13 @@ class Group {
   }
 
  private:
+  // Every communication thread finishes its queue and leaves; joins those that were started.
+  void stop() {
+    for (int r = 0; r < size_; ++r) close(r);
+    for (auto& c : channels_)
+      if (c->thread.joinable()) c->thread.join();
+  }
+
   void serve(int rank) {
     Channel& c = channel(rank);
     for (;;) {

@@ -15,6 +15,7 @@
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/mpi/collectives.hpp"
 #include "cocod/comm/detail/mpi/options.hpp"
+#include "cocod/comm/detail/thread_start.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
 
 namespace cocod::comm::mpi_detail {
@@ -24,7 +25,12 @@ namespace cocod::comm::mpi_detail {
 class Engine {
  public:
   Engine(MPI_Comm comm, MpiOptions options) : options_(options), collectives_(comm, options.deterministic) {
-    if (options_.progress != MpiProgress::caller) thread_ = std::thread([this] { serve(); });
+    if (options_.progress == MpiProgress::caller) return;
+    try {
+      thread_ = std::thread([this] { serve(); });
+    } catch (...) {  // nothing else was started; the members free the duplicated communicator
+      comm::detail::rethrow_start_failure("cocod::comm::Mpi: the communication thread could not be started");
+    }
   }
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
