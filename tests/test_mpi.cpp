@@ -11,6 +11,9 @@
 #endif
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <string>
@@ -32,6 +35,42 @@ const MpiOptions designs[] = {
 };
 
 Mpi with(const MpiOptions& o) { return Mpi(MPI_COMM_WORLD, o); }
+
+// Ends the job with a message when its scope is not left within `limit`: collectives that MPI
+// matched wrongly between ranks never return, and the test must fail, not stall.
+class Watchdog {
+ public:
+  Watchdog(std::string what, std::chrono::seconds limit)
+      : thread_([this, what = std::move(what), limit] {
+          std::unique_lock lock(mutex_);
+          if (cv_.wait_for(lock, limit, [&] { return done_; })) return;
+          std::fprintf(stderr, "test_mpi: rank %d: %s did not finish within %d s\n", world_rank(), what.c_str(),
+                       static_cast<int>(limit.count()));
+          std::fflush(stderr);
+          MPI_Abort(MPI_COMM_WORLD, 3);
+        }) {}
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  static int world_rank() {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 template <class T>
 void check_collectives(Mpi comm) {
@@ -123,6 +162,35 @@ TEST_CASE("all_reduce and broadcast, float and double, every progress design") {
   }
   MpiOptions native{.deterministic = false};
   check_collectives<double>(with(native));
+}
+
+TEST_CASE("a blocking collective after a posted one completes on every rank, whichever rank runs ahead") {
+  // MPI never matches a blocking collective with a non-blocking one. Rank 0 comes late, so the
+  // others call the blocking one while the posted all-reduce is still in flight on them; rank 0
+  // calls it once its own has completed: every rank must issue the same kind all the same.
+  const int N = world->size();
+  if (N == 1) return;
+  for (const auto& d : designs) {
+    for (const bool broadcast : {false, true}) {
+      CAPTURE(cocod::comm::to_string(d.progress));
+      CAPTURE(broadcast);
+      Mpi comm = with(d);
+      Watchdog watchdog(std::string("a blocking ") + (broadcast ? "broadcast" : "all_reduce") +
+                            " after all_reduce_async (" + cocod::comm::to_string(d.progress) + ")",
+                        std::chrono::seconds(30));
+      std::vector<double> a(1000, 1.0), b(1000, comm.rank() + 1.0);
+      if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto request = comm.all_reduce_async(std::span<double>(a));
+      if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (broadcast)
+        comm.broadcast(std::span<double>(b), N - 1);
+      else
+        comm.all_reduce(std::span<double>(b));
+      request.wait();
+      CHECK(a == std::vector<double>(1000, N));
+      CHECK(b == std::vector<double>(1000, broadcast ? N : N * (N + 1) / 2.0));
+    }
+  }
 }
 
 TEST_CASE("every algorithm gives the same iterates on comm::Mpi as on comm::Threads, bit for bit") {

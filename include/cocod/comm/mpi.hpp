@@ -6,12 +6,13 @@
 // only inside MPI calls. comm::Mpi therefore supplies the progress, by one of three designs
 // (docs/mpi.md compares them on a shaped link):
 //   MpiProgress::polling_thread   a communication thread posts non-blocking collectives and
-//                                 polls MPI_Test, sleeping between polls (default); blocking
-//                                 collectives with nothing in flight run in the caller
+//                                 polls MPI_Test, sleeping between polls (default)
 //   MpiProgress::blocking_thread  a communication thread that waits in MPI_Wait (Open MPI spins
 //                                 there, taking a core from the computation)
 //   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
 //                                 and the collective advances only then and in wait()
+// Blocking collectives (all_reduce, broadcast) run in the caller, in every design, once the
+// posted ones completed: MPI never matches a blocking collective with a non-blocking one.
 // COCOD_MPI_BOOST (default 1): Boost.MPI initializes MPI and maps types. Set it to 0 to build on
 // an MPI that Boost.MPI was not compiled for (Debian's Boost.MPI is built on Open MPI; with MPICH
 // use 0): comm::Mpi then calls MPI_Init_thread itself and loses only the constructor from a

@@ -62,17 +62,19 @@ class Engine {
     return ticket;
   }
 
-  /// A blocking collective: with nothing in flight, the calling thread runs it itself (no
-  /// hand-off to the communication thread and back, which costs tens of microseconds); else it
-  /// queues behind the others and waits. Rethrows its failure.
+  /// A blocking collective, run by MPI's blocking collectives in the calling thread (no hand-off
+  /// to the communication thread and back, which costs tens of microseconds) once every posted
+  /// one has completed. Always so, whatever is in flight: MPI never matches a blocking collective
+  /// with a non-blocking one, so every rank must issue the same kind for the same collective,
+  /// and whether an earlier one is still in flight differs between ranks. Rethrows its failure.
   void run(const Operation& op) {
     std::unique_lock lock(mutex_);
-    if (options_.progress == MpiProgress::caller || ring_.pending()) {
-      lock.unlock();
-      wait(post(op));
-      return;
+    if (options_.progress == MpiProgress::caller) {
+      while (ring_.pending()) complete_head(lock, true);
+    } else {
+      cv_.wait(lock, [&] { return !ring_.pending(); });
     }
-    // The communication thread waits for the lock we hold.
+    // The communication thread waits for work, and for the lock we hold.
     Operation job = op;
     collectives_.run_blocking(job);
   }
