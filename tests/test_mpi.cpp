@@ -149,9 +149,21 @@ TEST_CASE("a communicator from Boost.MPI works as well") {
 #endif
 
 TEST_CASE("invalid MPI options are reported") {
-  CHECK_THROWS_WITH_AS(Mpi(MPI_COMM_WORLD, {.poll_interval = std::chrono::microseconds(5)}),
-                       "cocod::comm::MpiOptions: need 0 <= poll_min <= poll_interval (got 20 us and 5 us)",
+  using us = std::chrono::microseconds;
+  CHECK_THROWS_WITH_AS(Mpi(MPI_COMM_WORLD, {.poll_interval = us(5)}),
+                       "cocod::comm::MpiOptions: poll_min must be <= poll_interval (got poll_min 20 us, poll_interval 5 us)",
                        std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Mpi(MPI_COMM_WORLD, {.poll_min = us(0)}),
+                       "cocod::comm::MpiOptions: poll_min must be >= 1 us for MpiProgress::polling_thread, whose "
+                       "shortest sleep between two polls it is (0 would poll without pause, taking a core) (got 0 us)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Mpi(MPI_COMM_WORLD, {.progress = MpiProgress::caller, .poll_min = us(-1)}),
+                       "cocod::comm::MpiOptions: poll_min must be >= 0 us (got -1 us)", std::invalid_argument);
+  // The designs that do not sleep between polls accept 0.
+  for (auto progress : {MpiProgress::blocking_thread, MpiProgress::caller}) {
+    CAPTURE(cocod::comm::to_string(progress));
+    CHECK_NOTHROW(check_collectives<double>(with({.progress = progress, .poll_min = us(0)})));
+  }
 }
 
 TEST_CASE("all_reduce and broadcast, float and double, every progress design") {

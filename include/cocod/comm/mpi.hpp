@@ -147,10 +147,7 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
                                "' needs " + mpi_detail::thread_level_name(needed) + ", but this MPI provides " +
                                mpi_detail::thread_level_name(thread_level_) +
                                " (use MpiProgress::caller, or an MPI built with thread support)");
-    if (options.poll_min.count() < 0 || options.poll_interval < options.poll_min)
-      throw std::invalid_argument("cocod::comm::MpiOptions: need 0 <= poll_min <= poll_interval (got " +
-                                  std::to_string(options.poll_min.count()) + " us and " +
-                                  std::to_string(options.poll_interval.count()) + " us)");
+    mpi_detail::check_options(options);
     environment_ = std::move(environment);
     // The engine must go before the environment finalizes MPI: members die in reverse order.
     engine_ = std::make_shared<mpi_detail::Engine>(comm, options);

@@ -5,6 +5,8 @@
 // The settings of comm::Mpi: which progress design, how often the polling thread looks, and
 // whether sums are taken in rank order.
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 namespace cocod::comm {
 
@@ -33,5 +35,26 @@ struct MpiOptions {
   }
   return "?";
 }
+
+namespace mpi_detail {
+
+/// Throws std::invalid_argument naming the field when comm::Mpi cannot use `o`.
+inline void check_options(const MpiOptions& o) {
+  const auto us = [](std::chrono::microseconds t) { return std::to_string(t.count()) + " us"; };
+  // The polling thread sleeps at least poll_min between two polls: with 0 it would poll without
+  // pause and take a whole core from the computation. The other designs do not sleep.
+  if (o.progress == MpiProgress::polling_thread && o.poll_min < std::chrono::microseconds(1))
+    throw std::invalid_argument(
+        "cocod::comm::MpiOptions: poll_min must be >= 1 us for MpiProgress::polling_thread, whose shortest "
+        "sleep between two polls it is (0 would poll without pause, taking a core) (got " +
+        us(o.poll_min) + ")");
+  if (o.poll_min < std::chrono::microseconds(0))
+    throw std::invalid_argument("cocod::comm::MpiOptions: poll_min must be >= 0 us (got " + us(o.poll_min) + ")");
+  if (o.poll_interval < o.poll_min)
+    throw std::invalid_argument("cocod::comm::MpiOptions: poll_min must be <= poll_interval (got poll_min " +
+                                us(o.poll_min) + ", poll_interval " + us(o.poll_interval) + ")");
+}
+
+}  // namespace mpi_detail
 
 }  // namespace cocod::comm
