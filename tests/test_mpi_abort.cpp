@@ -3,13 +3,42 @@
 // rank's message, and do so within the time limit.
 //   test_mpi_abort run        the exception is caught by Mpi::run, which aborts the job
 //   test_mpi_abort uncaught   the exception leaves main (std::terminate)
+// Set-up failures once MPI is initialized are reported by Mpi::run in the same way:
+//   test_mpi_abort options    MpiOptions that comm::Mpi refuses (poll_min > poll_interval)
+//   test_mpi_abort thread     the communication thread cannot be started
+// And the exit status that fn returns is the job's:
+//   test_mpi_abort status     the last rank's fn returns 3
 #include <cocod.hpp>
 #include <cocod/comm/mpi.hpp>
 
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "support.hpp"
+
+namespace {
+// Mode "thread": every std::thread fails to start, as when the process is out of threads. The
+// MPI library's own threads (started from C code, not through libstdc++) start as usual.
+bool refuse_std_threads = false;
+}  // namespace
+
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                              void* arg) noexcept {
+  using Create = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const auto real = reinterpret_cast<Create>(dlsym(RTLD_NEXT, "pthread_create"));
+  Dl_info origin{};
+  if (refuse_std_threads && dladdr(reinterpret_cast<void*>(start), &origin) && origin.dli_fname &&
+      std::strstr(origin.dli_fname, "libstdc++"))
+    return EAGAIN;
+  return real(thread, attr, start, arg);
+}
 
 namespace {
 void train(cocod::comm::Mpi comm) {
@@ -33,5 +62,14 @@ int main(int argc, char** argv) {
     train(comm);
     return 0;
   }
+  if (mode == "options")
+    return cocod::comm::Mpi::run(argc, argv, train, {.poll_interval = std::chrono::microseconds(5)});
+  if (mode == "status")
+    return cocod::comm::Mpi::run(argc, argv, [](cocod::comm::Mpi comm) {
+      if (comm.rank() < comm.size() - 1) return 0;
+      std::fprintf(stderr, "test_mpi_abort: rank %d returns 3\n", comm.rank());
+      return 3;
+    });
+  refuse_std_threads = mode == "thread";
   return cocod::comm::Mpi::run(argc, argv, train);
 }

@@ -60,9 +60,18 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   using Request = detail::TicketRequest<mpi_detail::Engine>;
 
   /// Initializes MPI (requesting MPI_THREAD_MULTIPLE) unless it is already, and uses
-  /// MPI_COMM_WORLD. Throws if the thread level MPI provides is too low for the design.
+  /// MPI_COMM_WORLD. Throws if the thread level MPI provides is too low for the design, if
+  /// `options` are invalid, or (std::system_error) if the communication thread cannot start.
   Mpi(int& argc, char**& argv, MpiOptions options = {}) {
-    init(MPI_COMM_WORLD, options, std::make_shared<mpi_detail::Environment>(argc, argv));
+    auto environment = std::make_shared<mpi_detail::Environment>(argc, argv);
+    try {
+      init(MPI_COMM_WORLD, options, environment);
+    } catch (...) {
+      // Kept, not destroyed by the unwinding, which would abort the job (see keep_until_exit):
+      // the exception stays catchable, and Mpi::run reports it with the rank.
+      mpi_detail::keep_until_exit(std::move(environment));
+      throw;
+    }
   }
   /// Uses a communicator of an MPI that the application initialized.
   explicit Mpi(MPI_Comm comm, MpiOptions options = {}) { init(comm, options, nullptr); }
@@ -73,21 +82,29 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   }
 #endif
 
-  /// Runs fn(Mpi) and returns 0. If fn throws, prints "cocod: rank R failed: <what>" to stderr
-  /// and aborts the whole job (MPI_Abort), so that no other rank waits forever.
+  /// Runs fn(Mpi) and returns fn's result if it is an int (the exit status for main), else 0.
+  /// If fn throws, or comm::Mpi cannot be set up (see the constructor), prints
+  /// "cocod: rank R failed: <what>" to stderr and aborts the whole job (MPI_Abort), so that no
+  /// other rank waits forever.
   template <class F>
     requires std::is_invocable_v<F&, Mpi>
   static int run(int& argc, char**& argv, F&& fn, MpiOptions options = {}) {
-    std::optional<Mpi> comm;
-    try {
-      comm.emplace(argc, argv, options);
-      fn(*comm);
-    } catch (const std::exception& e) {
-      abort_job(e.what());
-    } catch (...) {
-      abort_job("unknown exception");
+    int status = 0;
+    {
+      std::optional<Mpi> comm;
+      try {
+        comm.emplace(argc, argv, options);
+        if constexpr (std::is_same_v<std::invoke_result_t<F&, Mpi>, int>)
+          status = fn(*comm);
+        else
+          fn(*comm);
+      } catch (const std::exception& e) {
+        abort_job(e.what());
+      } catch (...) {
+        abort_job("unknown exception");
+      }
     }
-    return 0;
+    return status;
   }
 
   [[nodiscard]] int rank() const noexcept { return engine_->rank(); }

@@ -16,9 +16,12 @@
 
 #include <cstddef>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace cocod::comm::mpi_detail {
 
@@ -69,6 +72,18 @@ class Environment {
   bool owner_ = false;
 };
 #endif
+
+/// Keeps `environment` until the process exits, for a comm::Mpi constructor that failed after
+/// making it. Destroyed while the constructor's exception unwinds, the environment that
+/// initialized MPI would abort the job there (above), before anyone could catch the exception
+/// and report it. MPI is initialized once per process, so one is kept: any other environment was
+/// made when MPI was initialized already, and finalizes nothing. The kept one finalizes at exit.
+inline void keep_until_exit(std::shared_ptr<Environment> environment) noexcept {
+  static std::mutex mutex;
+  static std::shared_ptr<Environment> kept;
+  std::lock_guard lock(mutex);
+  if (!kept) kept = std::move(environment);
+}
 
 inline const char* thread_level_name(int level) {
   switch (level) {
