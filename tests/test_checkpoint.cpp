@@ -241,7 +241,8 @@ TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and
     expect(resume_errors(store, workers, same), "is truncated");
   }
   SUBCASE("a flipped byte") {
-    rewrite(file1, [](std::string& b) { b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x10); });
+    // the last byte of the last section's checksum (the "end" section takes the final 19 bytes)
+    rewrite(file1, [](std::string& b) { b[b.size() - 20] = static_cast<char>(b[b.size() - 20] ^ 0x10); });
     expect(resume_errors(store, workers, same), "does not match the checksum in its manifest");
     fix_manifest(file1);
     expect(resume_errors(store, workers, same), "does not match its checksum");

@@ -25,11 +25,13 @@ struct Diverges {
     return nan ? std::numeric_limits<double>::quiet_NaN() : loss;
   }
 };
+// Without the non-finite guard, so that the NaN reaches the report (the guard would raise).
+const cocod::Options unguarded{.learning_rate = 0.1, .period = 2, .non_finite = cocod::NonFinite::off};
 }  // namespace
 
 TEST_CASE("final_loss reports a NaN consensus instead of the last finite one") {
   Diverges model;
-  cocod::LocalSGD<Diverges, cocod::comm::Local> opt{cocod::comm::Local{}, {.learning_rate = 0.1, .period = 2}};
+  cocod::LocalSGD<Diverges, cocod::comm::Local> opt{cocod::comm::Local{}, unguarded};
   const auto report = opt.optimize(model, cocod::Steps{12});
   REQUIRE(report.rounds.size() == 6);
   CHECK(std::isfinite(report.rounds[1].consensus_loss));  // before the NaN
@@ -51,7 +53,7 @@ TEST_CASE("final_loss is NaN before any consensus arrived, and the last one afte
 
 TEST_CASE("EarlyStop counts NaN losses as no progress and stops a diverged run") {
   Diverges model;
-  cocod::LocalSGD<Diverges, cocod::comm::Local> opt{cocod::comm::Local{}, {.learning_rate = 0.1, .period = 2}};
+  cocod::LocalSGD<Diverges, cocod::comm::Local> opt{cocod::comm::Local{}, unguarded};
   const auto report = opt.optimize(model, cocod::Steps{400}, cocod::callbacks::EarlyStop{{.patience = 3}});
   CHECK(report.stopped_early);
   CHECK(report.steps < 20);  // the NaN starts at step 6; three rounds of no progress later it stops

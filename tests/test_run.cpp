@@ -167,13 +167,13 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   CHECK(sa[4] == 0.2);    // seconds per all-reduce of worker 1
 
   cocod::detail::ControlSlots<double> c, d;
-  c.start(0);
-  d.start(0);
+  c.start(true, 2, 0);
+  d.start(true, 2, 0);
   c.loss_ready(3, 1.5);
   c.vote();
   d.restore(c.state());
-  const auto tc = c.write(0.5, false);
-  const auto td = d.write(0.5, false);
+  const auto tc = c.write(0.5, false, 1);
+  const auto td = d.write(0.5, false, 1);
   CHECK(tc.loss_round == td.loss_round);
   CHECK(std::vector<double>(c.staging().begin(), c.staging().end()) ==
         std::vector<double>(d.staging().begin(), d.staging().end()));

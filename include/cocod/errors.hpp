@@ -21,6 +21,14 @@ class Aborted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A NaN or an infinity on some worker (NonFinite::raise, or too many skips): raised on every
+/// worker from the same reduction, with the same message naming the ranks, the round, the step
+/// and what was non-finite.
+class NonFiniteError : public DistributedError {
+ public:
+  using DistributedError::DistributedError;
+};
+
 /// Throws std::invalid_argument("<type>: <field> <rule> (got <value>)"), the form of every
 /// validation message: e.g. "cocod::Options: momentum must be in [0, 1) (got 1.5)".
 template <class Value>

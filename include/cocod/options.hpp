@@ -10,6 +10,17 @@
 
 namespace cocod {
 
+/// What a run does when a worker's loss, gradient or parameters hold a NaN or an infinity. The
+/// worker withholds its contribution from the reduction that would spread it (it sends zeros)
+/// and flags itself in the control slots, so every worker learns of it from the same reduction:
+///  - raise: every worker throws NonFiniteError (naming the ranks, the round, the step and what
+///    was non-finite), its model left at the consensus of the finite contributions;
+///  - skip: that reduction's batches are skipped (the average is taken over the finite
+///    contributions, a worker whose state is lost restarts from it), counted in the report, and
+///    NonFiniteError after max_skips skips without two clean reductions in a row between them;
+///  - off: no check (a diverged run's NaN spreads to every model).
+enum class NonFinite { raise, skip, off };
+
 /// Hyperparameters of a run. Cheap to copy; the per-run state lives in the optimizer.
 ///
 /// | field          | meaning                                                        | default |
@@ -23,6 +34,9 @@ namespace cocod {
 /// |                | than a shard spans passes (each sample once per pass)          |         |
 /// | speeds         | relative worker speeds (> 0), one per worker; empty = all equal| {}      |
 /// | seed           | seed of the batch sampling; same seed = bitwise same run       | 0       |
+/// | non_finite     | what a NaN or infinity in a loss, a gradient or the parameters | raise   |
+/// |                | does: NonFinite::raise, ::skip or ::off (docs/reliability.md)  |         |
+/// | max_skips      | with NonFinite::skip, skips in a row before it raises          | 3       |
 struct Options {
   double learning_rate = 0.01;
   double momentum = 0.0;
@@ -32,6 +46,8 @@ struct Options {
   std::size_t batch_size = 32;
   std::vector<double> speeds = {};
   std::uint64_t seed = 0;
+  NonFinite non_finite = NonFinite::raise;
+  std::size_t max_skips = 3;
 
   /// Throws std::invalid_argument naming the first field that breaks its rule. `workers` is
   /// the communicator's size, needed to check `speeds`.
@@ -47,6 +63,7 @@ struct Options {
     if (!(weight_decay >= 0.0) || !std::isfinite(weight_decay))
       fail("weight_decay", "must be a finite number >= 0", weight_decay);
     if (period == 0) fail("period", "must be >= 1", period);
+    if (max_skips == 0) fail("max_skips", "must be >= 1", max_skips);
     if (batch_size == 0) fail("batch_size", "must be >= 1", batch_size);
     if (!speeds.empty()) {
       if (speeds.size() != static_cast<std::size_t>(workers))

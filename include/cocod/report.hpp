@@ -43,6 +43,9 @@ struct RoundStats {
   double comm_s = 0.0;     ///< from posting the round's collectives to their completion
   double wait_s = 0.0;     ///< time blocked waiting for collectives
   double round_s = 0.0;    ///< wall time of the whole round
+  /// Reductions of the round skipped because a worker withheld a non-finite contribution
+  /// (NonFinite::skip).
+  std::size_t skipped = 0;
 };
 
 /// The result of a run on one worker.

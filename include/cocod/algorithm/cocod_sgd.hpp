@@ -50,8 +50,15 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   }
   void end_round(Span x) {
     this->await(send_);
-    round_end(B{}, x, anchor_.span(), send_.model(), this->weight());
     needs_post_ = true;
+    if (this->withheld()) {  // every worker restarts from the consensus of the finite anchors
+      this->keep_finite(send_.model());
+      copy(B{}, x, send_.model());
+      copy(B{}, anchor_.span(), x);
+      scale(B{}, send_.model(), x, this->weight());
+      return this->non_finite(true);
+    }
+    round_end(B{}, x, anchor_.span(), send_.model(), this->weight());
   }
   void finish_run(Span x) {
     this->await(send_);

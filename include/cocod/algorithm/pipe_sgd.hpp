@@ -53,7 +53,9 @@ class PipeSGD : public Trainer<PipeSGD<Model, Comm, Schedule, Update>, Model, Co
   // finish_run().
   void apply_previous(Span x) {
     auto& previous = gradient_[current_ ^ 1];
-    if (this->await(previous)) this->update(x, previous.model(), previous_lr_);
+    if (!this->await(previous)) return;
+    if (this->withheld()) return this->non_finite(false);  // (skip) that step's update is skipped
+    this->update(x, previous.model(), previous_lr_);
   }
 
   Exchange gradient_[2];

@@ -29,6 +29,7 @@ class SyncSGD : public Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Co
     auto g = reduce_.model();
     scale(B{}, g, g, this->weight());
     this->reduce(reduce_);
+    if (this->withheld()) return this->non_finite(false);  // (skip) no update: the batch is skipped
     this->update(x, g, lr);
   }
 

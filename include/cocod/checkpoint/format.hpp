@@ -260,7 +260,7 @@ class FileReader {
     return v;
   }
   std::span<const std::byte> need(std::span<const std::byte>& in, std::uint64_t n, const std::string& what) const {
-    if (n > in.size()) fail("is truncated: " + what + " needs " + std::to_string(n) + " bytes, " + std::to_string(in.size()) + " are left");
+    if (n > in.size()) fail("is truncated or corrupt: " + what + " needs " + std::to_string(n) + " bytes, " + std::to_string(in.size()) + " are left");
     const auto b = in.first(static_cast<std::size_t>(n));
     in = in.subspan(static_cast<std::size_t>(n));
     return b;

@@ -28,6 +28,10 @@ struct Sgd {
     void apply(Span x, Span g, T lr) {
       local_update(Backend{}, x, g, velocity.span(), lr, momentum, weight_decay, nesterov);
     }
+    /// Forgets the momentum (after this worker's state was replaced by a consensus).
+    void reset() {
+      if (velocity.size() > 0) zero(Backend{}, velocity.span());
+    }
     /// Run state for a checkpoint: the momentum buffer (empty without momentum).
     template <class Archive>
     void serialize(Archive& a) {

@@ -7,6 +7,7 @@
 // collective. A measuring schedule's window follows them (see schedule/measurement.hpp).
 #include <cstddef>
 #include <limits>
+#include <algorithm>
 #include <span>
 #include <utility>
 #include <vector>
@@ -19,10 +20,13 @@ inline constexpr std::size_t npos = static_cast<std::size_t>(-1);
 struct ControlTag {
   std::size_t loss_round = npos;  ///< round whose loss they carry, or npos
   bool measured = false;          ///< the schedule's window follows them
+  bool withheld = false;          ///< this worker withheld its contribution (a non-finite value)
 };
 
-/// Slots [w_i * (latest complete round's mean loss), stop vote, checkpoint vote], then `extra`
-/// slots for the schedule. Owns the host staging of the slots and the run state of losses and votes.
+/// Slots [w_i * (latest complete round's mean loss), stop vote, checkpoint vote], with the
+/// non-finite guard 2N + 1 more [what worker j found (0: nothing, 1: a loss, 2: its
+/// contribution), 1 + the step it found it at, the summed weights of the workers that did not],
+/// then `extra` slots for the schedule. Owns the host staging of the slots and the run state of losses and votes.
 template <class T>
 class ControlSlots {
  public:
@@ -38,16 +42,50 @@ class ControlSlots {
     bool stop_agreed = false;  ///< some worker's request has arrived
     bool checkpoint_vote = false;    ///< this worker asks for a checkpoint (sent once)
     bool checkpoint_agreed = false;  ///< some worker's request for a checkpoint has arrived
+    int found = 0;                   ///< this worker found a non-finite value: 1 a loss, 2 its contribution
+    std::size_t found_step = 0;
+    std::size_t skips = 0;           ///< skips since two clean reductions in a row
+    std::size_t clean = 0;           ///< clean reductions in a row
+  };
+  /// A worker that withheld its contribution from the latest reduction, and why.
+  struct Withheld {
+    std::size_t rank = 0;
+    int what = 0;  ///< 1: a loss, 2: the contribution itself
+    std::size_t step = 0;
   };
 
-  void start(std::size_t extra) {
-    staging_.assign(own + extra, T(0));
+  /// `guarded`: the run checks for non-finite values, for `workers` workers.
+  void start(bool guarded, std::size_t workers, std::size_t extra) {
+    guard_ = guarded ? workers : 0;
+    staging_.assign(own + guard_slots() + extra, T(0));
     s_ = State{};
+    withheld_.clear();
+    withheld_.reserve(guard_);
   }
   /// Slots per reduced buffer.
   [[nodiscard]] std::size_t size() const noexcept { return staging_.size(); }
   /// The schedule's part of the staging, written before store() and read after load().
-  [[nodiscard]] std::span<T> extra() noexcept { return std::span<T>(staging_).subspan(own); }
+  [[nodiscard]] std::span<T> extra() noexcept { return std::span<T>(staging_).subspan(own + guard_slots()); }
+
+  /// This worker found a NaN or an infinity (`what` 1: in a loss, 2: in its contribution) at
+  /// `step`; the first one counts until the next reduction reports it.
+  void non_finite(int what, std::size_t step) noexcept {
+    if (s_.found != 0) return;
+    s_.found = what;
+    s_.found_step = step;
+  }
+  /// True when this worker has found a non-finite value not yet reported: its next
+  /// contribution must be withheld.
+  [[nodiscard]] bool found() const noexcept { return s_.found != 0; }
+  /// Forgets this worker's finding: the state it was about has been replaced.
+  void forget() noexcept { s_.found = 0; }
+  /// The workers that withheld their contribution from the latest reduction (empty: none).
+  [[nodiscard]] const std::vector<Withheld>& withheld() const noexcept { return withheld_; }
+  /// The summed weights of the workers that did not (1 when none withheld).
+  [[nodiscard]] double kept_weight() const noexcept { return kept_weight_; }
+  /// Counts a skip; returns the consecutive ones.
+  std::size_t skipped() noexcept { return ++s_.skips; }
+  void clear_withheld() noexcept { withheld_.clear(); }
 
   /// The mean loss of `round` is ready to travel with the next reduced buffer.
   void loss_ready(std::size_t round, double mean_loss) noexcept {
@@ -60,10 +98,21 @@ class ControlSlots {
   void checkpoint_taken() noexcept { s_.checkpoint_agreed = false; }
 
   /// Fills the own slots of the staging (the extra ones are the schedule's); returns the tag.
-  ControlTag write(double weight, bool measured) noexcept {
+  ControlTag write(double weight, bool measured, std::size_t rank) noexcept {
     staging_[0] = s_.ready_round == npos ? T(0) : static_cast<T>(weight * s_.ready_loss);
     staging_[1] = s_.vote ? T(1) : T(0);
     staging_[2] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
+    if (guard_ > 0) {
+      T* g = staging_.data() + own;
+      std::fill(g, g + guard_slots(), T(0));
+      if (s_.found != 0) {
+        g[rank] = static_cast<T>(s_.found);
+        g[guard_ + rank] = static_cast<T>(s_.found_step + 1);
+        s_.found = 0;  // reported
+      } else {
+        g[2 * guard_] = static_cast<T>(weight);
+      }
+    }
     return ControlTag{s_.ready_round, measured};
   }
   /// Reads the own slots of the staging after a reduction.
@@ -74,6 +123,22 @@ class ControlSlots {
     }
     if (staging_[1] > T(0)) s_.stop_agreed = true;
     if (staging_[2] > T(0)) s_.checkpoint_agreed = true;
+    withheld_.clear();
+    kept_weight_ = 1.0;
+    if (guard_ > 0) {
+      const T* g = staging_.data() + own;
+      for (std::size_t j = 0; j < guard_; ++j)
+        if (g[j] > T(0))
+          withheld_.push_back({j, static_cast<int>(g[j]), static_cast<std::size_t>(g[guard_ + j]) - 1});
+      // Skips count as "in a row" until two clean reductions in a row: under CoCoD-SGD a
+      // worker's NaN surfaces one round after the reduction that follows its replacement.
+      if (withheld_.empty()) {
+        if (++s_.clean >= 2) s_.skips = 0;
+      } else {
+        s_.clean = 0;
+        kept_weight_ = static_cast<double>(g[2 * guard_]);
+      }
+    }
   }
 
   /// The staging, to copy to and from the tail of a reduced buffer.
@@ -91,11 +156,20 @@ class ControlSlots {
     a("stop_agreed", s_.stop_agreed);
     a("checkpoint_vote", s_.checkpoint_vote);
     a("checkpoint_agreed", s_.checkpoint_agreed);
+    a("found", s_.found);
+    a("found_step", s_.found_step);
+    a("skips", s_.skips);
+    a("clean", s_.clean);
   }
 
  private:
+  [[nodiscard]] std::size_t guard_slots() const noexcept { return guard_ > 0 ? 2 * guard_ + 1 : 0; }
+
   std::vector<T> staging_;
   State s_{};
+  std::size_t guard_ = 0;  // workers, when guarded
+  std::vector<Withheld> withheld_;
+  double kept_weight_ = 1.0;
 };
 
 }  // namespace cocod::detail

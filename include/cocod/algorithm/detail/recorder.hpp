@@ -76,6 +76,8 @@ class Recorder {
   }
 
   [[nodiscard]] double waited() const noexcept { return current_.wait_s; }
+  /// A reduction skipped (a withheld non-finite contribution).
+  void skipped() noexcept { ++current_.skipped; }
   [[nodiscard]] const RoundStats& current() const noexcept { return current_; }
   /// Collectives completed since the last call.
   std::size_t take_collectives() noexcept { return std::exchange(collectives_, 0); }
@@ -96,7 +98,7 @@ class Recorder {
   /// made, so the rest of the run still allocates nothing.
   template <class Archive>
   void serialize(Archive& a) {
-    static_assert(sizeof(RoundStats) == 14 * 8, "RoundStats changed: update the checkpoint format");
+    static_assert(sizeof(RoundStats) == 15 * 8, "RoundStats changed: update the checkpoint format");
     if constexpr (Archive::saving) {
       a("rounds", report_.rounds);
     } else {

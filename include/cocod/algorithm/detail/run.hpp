@@ -6,6 +6,7 @@
 // state: the position (step, round), the sampler, the local update, the schedule's window, the
 // control slots and the recorder; exchanges belong to the algorithm. The helpers at the end are
 // what an algorithm does with them.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -102,12 +103,61 @@ class Run {
     recorder_.blocking(pos_.step, t0, comm::Clock::now());
     read_control(e, tag);
   }
-  /// The consensus x = sum_j w_j x_j, through e, blocking.
+  /// The consensus x = sum_j w_j x_j, through e, blocking. When a worker withheld a
+  /// non-finite contribution: the consensus of the others, then as non_finite() says.
   void average(Span x, Exchange& e) {
     scale(B{}, e.model(), x, weight());
     reduce(e);
+    const bool incomplete = withheld();
+    if (incomplete) keep_finite(e.model());
     copy(B{}, x, e.model());
+    if (incomplete) non_finite(true);
   }
+
+  // ---- non-finite values (Options::non_finite) --------------------------------------------
+
+  /// True when the reduction just read lacks the contribution of a worker that found a NaN or
+  /// an infinity: its model part holds the weighted sum of the others only.
+  [[nodiscard]] bool withheld() const noexcept { return !control_.withheld().empty(); }
+  /// s / W, W the summed weights of the kept contributions: their weighted average. When no
+  /// contribution was kept there is no finite consensus: NonFiniteError, the model as it is.
+  void keep_finite(Span s) {
+    if (!(control_.kept_weight() > 0.0))  // whatever the policy: nothing finite to continue from
+      non_finite_error(" every worker's contribution was non-finite, so no finite consensus is left");
+    scale(B{}, s, s, static_cast<T>(1.0 / control_.kept_weight()));
+  }
+  /// After an algorithm has dealt with a withheld contribution: NonFinite::raise throws
+  /// NonFiniteError on every worker; skip counts the skip (NonFiniteError after max_skips in a
+  /// row). `replaced`: this worker's model was replaced by a consensus, so a worker that
+  /// withheld its own forgets its momentum and its finding.
+  void non_finite(bool replaced) {
+    if (replaced && withheld_here_) {
+      if constexpr (requires { update_state_.reset(); }) update_state_.reset();
+    }
+    if (replaced) control_.forget();
+    if (options_.non_finite == NonFinite::raise)
+      non_finite_error(replaced ? " the model is left at the consensus of the finite contributions"
+                                : " the model is left as it was before that update");
+    control_.clear_withheld();
+    recorder_.skipped();
+    const std::size_t skips = control_.skipped();
+    if (skips >= options_.max_skips)
+      non_finite_error(" " + std::to_string(skips) + " reductions in a row were skipped (Options::max_skips = " +
+                       std::to_string(options_.max_skips) + ")");
+  }
+  /// "cocod: a NaN or an infinity reached round R (step S): rank 1 had a non-finite loss at step
+  /// 37, withheld from the reduction;" + `then`.
+  [[noreturn]] void non_finite_error(const std::string& then) {
+    std::string what = "cocod: a NaN or an infinity in round " + std::to_string(pos_.round) + " (step " +
+                       std::to_string(pos_.step) + "):";
+    for (const auto& w : control_.withheld())
+      what += " rank " + std::to_string(w.rank) + (w.what == 1 ? " had a non-finite loss" : " had a non-finite gradient or parameters") +
+              " at step " + std::to_string(w.step) + ",";
+    what += " withheld from the reduction;";
+    control_.clear_withheld();
+    throw NonFiniteError(what + then);
+  }
+  [[nodiscard]] bool guarded() const noexcept { return options_.non_finite != NonFinite::off; }
 
   // ---- the loop, for cocod::Trainer ------------------------------------------------------------
 
@@ -130,7 +180,7 @@ class Run {
     if constexpr (measuring) batch_.reserve(info_.total_batch);  // the most a re-plan may assign
     batch_.assign(plan_.batch_size, 0);
     window_.start(info_.workers);
-    control_.start(window_.slots());
+    control_.start(guarded(), static_cast<std::size_t>(info_.workers), window_.slots());
     update_state_ = update_.template start<B, T>(options_, x.size());
     allocate(x.size());
     pos_ = Position{};
@@ -190,6 +240,7 @@ class Run {
     const auto lr = static_cast<T>(pos_.learning_rate);
     const double waited_before = recorder_.waited();
     const double loss = compute(lr);
+    if (guarded() && !std::isfinite(loss)) control_.non_finite(1, pos_.step);
     if constexpr (requires { comm_.progress(); }) comm_.progress();  // communicators without a thread
     pos_.loss_sum += loss;
     if (pos_.step_in_round + 1 == plan_.period) loss_ready(plan_.period);
@@ -390,6 +441,7 @@ class Run {
   Recorder recorder_{};
   std::vector<Exchange*> exchanges_;  // the algorithm's, from prepare()
   bool running_ = false;
+  bool withheld_here_ = false;  // this worker withheld its contribution from the latest reduction read
 
  private:
   /// The round's mean loss over `steps` steps travels with the next reduced buffer.
@@ -405,13 +457,21 @@ class Run {
   }
   ControlTag write_control(Exchange& e) {
     const bool measured = window_.write(control_.extra(), info_.rank);
-    const ControlTag tag = control_.write(info_.weight, measured);
+    bool withheld = false;
+    if (guarded()) {  // a NaN or an infinity never enters a reduction: it would reach every worker
+      if (!control_.found() && !all_finite(B{}, e.model())) control_.non_finite(2, pos_.step);
+      withheld = control_.found();
+      if (withheld) zero(B{}, e.model());
+    }
+    ControlTag tag = control_.write(info_.weight, measured, static_cast<std::size_t>(info_.rank));
+    tag.withheld = withheld;
     store(B{}, e.span(), e.control_offset(), std::span<const T>(control_.staging()));
     return tag;
   }
   void read_control(Exchange& e, ControlTag tag) {
     load(B{}, e.span(), e.control_offset(), control_.staging());
     control_.read(tag);
+    withheld_here_ = tag.withheld;
     if (tag.measured)
       window_.read(std::span<const T>(control_.extra()), schedule_, options_, info_.rank, info_.workers,
                    info_.total_batch, plan_);

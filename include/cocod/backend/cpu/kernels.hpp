@@ -101,6 +101,17 @@ void round_end(cpu, std::span<T> x, std::span<T> anchor, std::span<T> send, T w)
   });
 }
 
+/// True when every element is finite (no NaN, no infinity): one read of the buffer.
+template <class T>
+[[nodiscard]] bool all_finite(cpu, std::span<T> x) {
+  return cpu_kernels::map(std::span<const std::remove_const_t<T>>(x)).isFinite().all();
+}
+/// x = 0 (a worker's contribution withheld from a reduction).
+template <class T>
+void zero(cpu, std::span<T> x) {
+  std::fill(x.begin(), x.end(), T(0));
+}
+
 /// Writes values into host memory at buffer[offset...] (the control slots of a reduced buffer).
 template <class T>
 void store(cpu, std::span<T> buffer, std::size_t offset, std::type_identity_t<std::span<const T>> values) {

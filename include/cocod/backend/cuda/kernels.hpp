@@ -7,6 +7,8 @@
 // kernel launch on a GPU (and one parallel loop under Thrust's OMP device system). The update
 // formulas are written exactly as on the CPU.
 #include <thrust/copy.h>
+#include <thrust/fill.h>
+#include <thrust/logical.h>
 #include <thrust/device_ptr.h>
 #include <thrust/execution_policy.h>
 #include <thrust/for_each.h>
@@ -87,6 +89,11 @@ struct RoundEnd {
     send[i] = w * xi;
   }
 };
+template <class T>
+struct Finite {
+  // x - x is 0 for finite x and NaN for NaN and infinities; no <cmath> needed on the device.
+  COCOD_HOST_DEVICE bool operator()(T v) const { return v - v == T(0); }
+};
 }  // namespace cuda_kernels
 
 /// dst = w * src.
@@ -127,6 +134,19 @@ void local_update(cuda, device_span<T> x, cuda_kernels::const_span<T> g, device_
 template <class T>
 void round_end(cuda, device_span<T> x, device_span<T> anchor, device_span<T> send, T w) {
   cuda_kernels::for_each_index(x.size(), cuda_kernels::RoundEnd<T>{x.data(), anchor.data(), send.data(), w});
+}
+
+/// True when every element is finite (no NaN, no infinity): one reduction over the buffer.
+template <class T>
+[[nodiscard]] bool all_finite(cuda, device_span<T> x) {
+  using V = std::remove_const_t<T>;
+  return thrust::all_of(thrust::device, thrust::device_pointer_cast(x.data()),
+                        thrust::device_pointer_cast(x.data() + x.size()), cuda_kernels::Finite<V>{});
+}
+/// x = 0.
+template <class T>
+void zero(cuda, device_span<T> x) {
+  thrust::fill_n(thrust::device, thrust::device_pointer_cast(x.data()), x.size(), T(0));
 }
 
 /// Writes host values into device memory at buffer[offset...].

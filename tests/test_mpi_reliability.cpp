@@ -1,14 +1,16 @@
-// Checkpoints over comm::Mpi, run by ctest under mpiexec (np 2 and 3): for every algorithm a run
+// Long runs over comm::Mpi, run by ctest under mpiexec (np 2 and 3): for every algorithm a run
 // interrupted at the start, the middle and the last round and resumed equals the uninterrupted
 // run bit for bit, and equals the same run over comm::Threads; a damaged checkpoint is the same
-// error on every rank.
+// error on every rank; a NaN on one rank is the same NonFiniteError on every rank, or skipped.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cocod.hpp>
 #include <cocod/comm/mpi.hpp>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -125,6 +127,60 @@ TEST_CASE("a corrupt worker file is the same error on every rank, and the store 
   CHECK(store.rounds() == std::vector<std::size_t>{2});
 }
 
+namespace {
+/// NaN loss and gradient on the last rank at its local step 7.
+struct Flaky : Model {
+  using Model::Model;
+  bool bad = false;
+  std::size_t calls = 0;
+  double loss_and_gradient(std::span<const std::size_t> batch, std::span<double> g) {
+    const double loss = Model::loss_and_gradient(batch, g);
+    if (!bad || calls++ != 7) return loss;
+    g[1] = std::numeric_limits<double>::infinity();
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+template <template <class...> class Algorithm>
+void check_non_finite(const char* name) {
+  CAPTURE(name);
+  for (const auto policy : {cocod::NonFinite::raise, cocod::NonFinite::skip}) {
+    Flaky model(40, 6, 50 + static_cast<std::uint64_t>(world->rank()));
+    model.bad = world->rank() == world->size() - 1;
+    auto o = options;
+    o.non_finite = policy;
+    Algorithm<Flaky, Mpi> opt{*world, o};
+    std::string error;
+    std::size_t skipped = 0;
+    try {
+      skipped = static_cast<std::size_t>(opt.optimize(model, cocod::Steps{30}).total(&cocod::RoundStats::skipped));
+    } catch (const cocod::NonFiniteError& e) {
+      error = e.what();
+    }
+    // the same outcome on every rank
+    std::vector<double> mine{error.empty() ? 0.0 : 1.0, static_cast<double>(skipped), 0.0};
+    for (double v : model.x) mine[2] += std::isfinite(v) ? 0.0 : 1.0;
+    auto all = mine;
+    world->all_reduce(std::span<double>(all));
+    CHECK(all[0] == mine[0] * world->size());
+    CHECK(all[2] == 0.0);  // no model holds a NaN
+    if (policy == cocod::NonFinite::raise) {
+      CHECK(error.find("rank " + std::to_string(world->size() - 1) + " had a non-finite loss at step 7") != std::string::npos);
+    } else {
+      CHECK(error.empty());
+      CHECK(skipped == 1);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("a NaN on one rank: every rank raises the same error or skips, no model is NaN") {
+  check_non_finite<cocod::Optimizer>("cocod");
+  check_non_finite<cocod::SyncSGD>("ssgd");
+  check_non_finite<cocod::LocalSGD>("local");
+  check_non_finite<cocod::PipeSGD>("pipe");
+}
+
 int main(int argc, char** argv) {
   Mpi comm(argc, argv);
   world = &comm;
@@ -132,6 +188,6 @@ int main(int argc, char** argv) {
   const int failed = context.run();
   std::vector<double> failures{failed ? 1.0 : 0.0};
   comm.all_reduce(std::span<double>(failures));
-  if (comm.rank() == 0) std::printf("test_mpi_checkpoint: %d rank(s), %g with failures\n", comm.size(), failures[0]);
+  if (comm.rank() == 0) std::printf("test_mpi_reliability: %d rank(s), %g with failures\n", comm.size(), failures[0]);
   return failures[0] > 0 ? 1 : 0;
 }

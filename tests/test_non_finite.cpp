@@ -1,0 +1,139 @@
+// The non-finite guard: a model that returns NaN on one worker at a chosen step. Every worker
+// learns of it from the same reduction (no extra collective); NonFinite::raise throws the same
+// NonFiniteError on every worker with the model left finite; NonFinite::skip skips, counts and
+// raises after max_skips in a row; without any NaN the guard changes no bit of a run.
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace {
+using Base = cocod_test::LeastSquares<double>;
+
+/// Least squares whose loss and gradient are NaN on worker `bad_rank` at its local steps in
+/// [nan_from, nan_to).
+struct Flaky : Base {
+  using Base::Base;
+  int rank = 0, bad_rank = -1;
+  std::size_t calls = 0, nan_from = 0, nan_to = 0;
+  double loss_and_gradient(std::span<const std::size_t> batch, std::span<double> g) {
+    const double loss = Base::loss_and_gradient(batch, g);
+    const bool nan = rank == bad_rank && calls >= nan_from && calls < nan_to;
+    ++calls;
+    if (!nan) return loss;
+    g[0] = std::numeric_limits<double>::quiet_NaN();
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+struct Outcome {
+  std::vector<std::string> errors;
+  std::vector<std::vector<double>> x;
+  std::size_t skipped = 0, steps = 0;
+};
+
+template <template <class...> class Algorithm>
+Outcome run(cocod::Options o, int bad_rank, std::size_t nan_from, std::size_t nan_to, int workers = 3) {
+  Outcome out{std::vector<std::string>(static_cast<std::size_t>(workers)),
+              std::vector<std::vector<double>>(static_cast<std::size_t>(workers)), 0, 0};
+  std::mutex m;
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Flaky model(40, 5, 60 + static_cast<std::uint64_t>(comm.rank()));
+    model.rank = comm.rank();
+    model.bad_rank = bad_rank;
+    model.nan_from = nan_from;
+    model.nan_to = nan_to;
+    Algorithm<Flaky, cocod::comm::Threads> opt{comm, o};
+    const auto r = static_cast<std::size_t>(comm.rank());
+    try {
+      const auto report = opt.optimize(model, cocod::Steps{40});
+      std::lock_guard lock(m);
+      if (r == 0) {
+        out.skipped = static_cast<std::size_t>(report.total(&cocod::RoundStats::skipped));
+        out.steps = report.steps;
+      }
+    } catch (const cocod::NonFiniteError& e) {
+      out.errors[r] = e.what();
+    }
+    out.x[r] = model.x;
+  });
+  return out;
+}
+
+bool finite(const std::vector<double>& x) {
+  for (double v : x)
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+const cocod::Options base{.learning_rate = 0.05, .momentum = 0.9, .period = 4, .batch_size = 4, .seed = 2};
+
+template <template <class...> class Algorithm>
+void check(const char* name) {
+  CAPTURE(name);
+  SUBCASE("raise: the same NonFiniteError on every worker, naming the rank and the step; the model finite") {
+    const Outcome o = run<Algorithm>(base, 1, 9, 10);
+    for (const auto& e : o.errors) {
+      CAPTURE(e);
+      CHECK(e == o.errors[0]);
+      CHECK(e.find("rank 1 had a non-finite loss at step 9") != std::string::npos);
+    }
+    for (const auto& x : o.x) CHECK(finite(x));
+  }
+  SUBCASE("skip: the run goes on, the skip is counted, the model is finite") {
+    auto opt = base;
+    opt.non_finite = cocod::NonFinite::skip;
+    const Outcome o = run<Algorithm>(opt, 2, 9, 10);
+    for (const auto& e : o.errors) CHECK(e.empty());
+    CHECK(o.skipped == 1);
+    CHECK(o.steps == 40);
+    for (const auto& x : o.x) CHECK(finite(x));
+  }
+  SUBCASE("skip: max_skips consecutive skips raise") {
+    auto opt = base;
+    opt.non_finite = cocod::NonFinite::skip;
+    opt.max_skips = 2;
+    const Outcome o = run<Algorithm>(opt, 0, 5, 1000);  // NaN from step 5 on, for good
+    for (const auto& e : o.errors) CHECK(e.find("2 reductions in a row were skipped (Options::max_skips = 2)") != std::string::npos);
+  }
+  SUBCASE("without a NaN the guard changes no bit") {
+    auto off = base;
+    off.non_finite = cocod::NonFinite::off;
+    const Outcome guarded = run<Algorithm>(base, -1, 0, 0), plain = run<Algorithm>(off, -1, 0, 0);
+    CHECK(guarded.x == plain.x);
+  }
+  SUBCASE("off: the NaN spreads to every worker") {
+    auto off = base;
+    off.non_finite = cocod::NonFinite::off;
+    const Outcome o = run<Algorithm>(off, 1, 9, 10);
+    for (const auto& x : o.x) CHECK_FALSE(finite(x));
+  }
+}
+}  // namespace
+
+TEST_CASE("non-finite values: CoCoD-SGD") { check<cocod::Optimizer>("cocod"); }
+TEST_CASE("non-finite values: S-SGD") { check<cocod::SyncSGD>("ssgd"); }
+TEST_CASE("non-finite values: Local-SGD") { check<cocod::LocalSGD>("local"); }
+TEST_CASE("non-finite values: Pipe-SGD") { check<cocod::PipeSGD>("pipe"); }
+
+TEST_CASE("one worker whose every contribution is non-finite: an error, whatever the policy") {
+  for (const auto policy : {cocod::NonFinite::raise, cocod::NonFinite::skip}) {
+    auto o = base;
+    o.non_finite = policy;
+    const Outcome out = run<cocod::LocalSGD>(o, 0, 3, 1000, 1);
+    CHECK(out.errors[0].find("no finite consensus is left") != std::string::npos);
+  }
+}
+
+TEST_CASE("max_skips must be >= 1") {
+  cocod::Options o;
+  o.max_skips = 0;
+  CHECK_THROWS_WITH_AS(o.validate(1), "cocod::Options: max_skips must be >= 1 (got 0)", std::invalid_argument);
+}
