@@ -4,7 +4,8 @@
 //
 // For 1 and 2 threads (each thread its own arrays, like in-process workers): the STREAM triad
 // a = b + s*c, CoCoD-SGD's fused round end (x += s - a; a = x; s = w*x), the local update with
-// momentum (v = mu*v + g; x -= lr*v), plain SGD (x -= lr*g) and the send-buffer scale (s = w*x).
+// momentum (v = mu*v + g; x -= lr*v), plain SGD (x -= lr*g), the send-buffer scale (s = w*x) and
+// the non-finite guard's check of a contribution (all_finite: one read).
 // Two bandwidths: STREAM's (bytes read + written) and the memory traffic, which adds a read of
 // every array that is written without being read (write-allocate: the triad's a, the scale's s).
 // vs_triad compares memory traffic, what the hardware actually moves. The kernels are interleaved within each repeat; medians over repeats. Correctness:
@@ -17,6 +18,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <limits>
 #include <vector>
 
 #include "cli.hpp"  // examples/common: the command-line checks
@@ -40,6 +42,7 @@ struct Kernel {
 };
 
 const T s = T(0.5), w = T(0.25), lr = T(0.01), mu = T(0.9);
+volatile bool finite_sink = false;  // keeps the all_finite pass from being optimised away
 
 std::vector<Kernel> kernels() {
   return {
@@ -57,6 +60,8 @@ std::vector<Kernel> kernels() {
          cocod::backend::local_update(cpu{}, std::span<T>(a.x), std::span<const T>(a.y), std::span<T>(), lr, T(0), T(0), false);
        }},
       {"scale", 2, 1, [](Arrays& a) { cocod::backend::scale(cpu{}, std::span<T>(a.z), std::span<const T>(a.x), w); }},
+      // the non-finite guard's pass over a contribution before it is reduced
+      {"all_finite", 1, 0, [](Arrays& a) { finite_sink = cocod::backend::all_finite(cpu{}, std::span<const T>(a.x)); }},
   };
 }
 
@@ -84,6 +89,12 @@ bool correct(const Kernel& k) {
     }
     if (name == "update_sgd") r.x[i] = r.x[i] - lr * r.y[i];
     if (name == "scale") r.z[i] = w * r.x[i];
+  }
+  if (name == "all_finite") {  // true on finite data, false once a NaN is in it
+    if (!finite_sink) return false;
+    a.x[n / 2] = std::numeric_limits<T>::quiet_NaN();
+    k.run(a);
+    return !finite_sink;
   }
   return a.x == r.x && a.y == r.y && a.z == r.z;
 }

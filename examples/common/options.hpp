@@ -43,6 +43,7 @@ struct Args {
   std::string checkpoint;        // directory of checkpoints, one folder per algorithm (and sampling)
   std::size_t checkpoint_every = 10;  // rounds between two checkpoints
   bool resume = false;           // continue each run from its newest checkpoint
+  std::string non_finite = "raise";  // what a NaN or an infinity does: raise, skip or off
 };
 
 /// The communicators this build offers (--comm).
@@ -229,6 +230,10 @@ inline void Cli::add_training() {
       ->type_name("MU")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
   app_.add_option("--batch", a_.batch, "mini-batch size per worker")
       ->type_name("M")->capture_default_str()->check(cli::whole(1, 1ull << 30))->group(g);
+  app_.add_option("--non-finite", a_.non_finite,
+                  "what a NaN or an infinity in a loss, a gradient or the parameters does:\n"
+                  "raise (stop with an error), skip (skip those batches) or off (no check)")
+      ->type_name("P")->capture_default_str()->check(cli::one_of({"raise", "skip", "off"}))->group(g);
   app_.add_option("--seed", a_.seed, "seed of data and sampling")
       ->type_name("S")->capture_default_str()->check(cli::whole(0, 1000000000000000000ull))->group(g);
 }

@@ -61,7 +61,10 @@ inline std::string checkpoint_folder(const Args& args, const std::string& key, c
 
 inline cocod::Options options_for(const std::string& key, const Args& args) {
   return {.learning_rate = args.learning_rate, .momentum = args.momentum,
-          .period = per_step(key) && args.auto_period ? 1 : args.period, .batch_size = args.batch, .seed = args.seed};
+          .period = per_step(key) && args.auto_period ? 1 : args.period, .batch_size = args.batch, .seed = args.seed,
+          .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
+                        : args.non_finite == "off" ? cocod::NonFinite::off
+                                                   : cocod::NonFinite::raise};
 }
 
 inline Schedule schedule_for(const std::string& key, const std::string& sampling, const Args& args) {
