@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
