@@ -495,3 +495,25 @@ TEST_CASE("model_digest: the same bits give the same digest, one changed bit ano
   Model m = model_of(0);
   CHECK(cocod::model_digest(m) == cocod::digest(std::span<const double>(m.x)));
 }
+
+TEST_CASE("a bounded report keeps the latest rounds; callbacks see every round; a resumed run keeps the bound") {
+  struct Count {
+    std::size_t rounds = 0;
+    void on_round(const cocod::RoundStats&) { ++rounds; }
+  };
+  Model model = model_of(0);
+  auto o = options;
+  o.report_rounds = 3;
+  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, o};
+  Count count;
+  const auto report = opt.optimize(model, cocod::Steps{31}, count);  // 10 full rounds and a partial one
+  CHECK(count.rounds == 11);
+  CHECK(report.rounds.size() == 3);
+  CHECK(report.rounds_dropped == 8);
+  CHECK(report.rounds.back().round == 10);
+  CHECK(report.rounds.front().round == 8);
+  CHECK(std::isfinite(report.median_round_s()));
+  o.report_rounds = 0;  // all
+  cocod::Optimizer<Model, cocod::comm::Local> all{cocod::comm::Local{}, o};
+  CHECK(all.optimize(model, cocod::Steps{31}).rounds.size() == 11);
+}

@@ -212,8 +212,8 @@ inline void Cli::add_mpi([[maybe_unused]] const char* g) {
 #ifdef COCOD_HAS_MPI
   app_.add_option("--mpi-progress", a_.mpi_progress, "who drives MPI's progress with --comm mpi")
       ->type_name("P")->capture_default_str()->check(cli::one_of({"polling_thread", "blocking_thread", "caller"}))->group(g);
-  app_.add_option("--mpi-poll-us", a_.mpi_poll_us, "the polling thread's longest sleep between MPI_Test calls")
-      ->type_name("US")->capture_default_str()->check(cli::real(0, 1e7))->group(g);
+  app_.add_option("--mpi-poll-us", a_.mpi_poll_us, "the polling thread's longest sleep between MPI_Test calls (>= 1)")
+      ->type_name("US")->capture_default_str()->check(cli::real(1, 1e7))->group(g);
   app_.add_flag("--mpi-native", a_.mpi_native, "MPI's own all-reduce (not bitwise equal to --comm threads)")->group(g);
 #endif
 }

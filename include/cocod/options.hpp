@@ -37,6 +37,8 @@ enum class NonFinite { raise, skip, off };
 /// | non_finite     | what a NaN or infinity in a loss, a gradient or the parameters | raise   |
 /// |                | does: NonFinite::raise, ::skip or ::off (docs/reliability.md)  |         |
 /// | max_skips      | with NonFinite::skip, skips in a row before it raises          | 3       |
+/// | report_rounds  | rounds kept in Report::rounds, the latest (0: all); callbacks  | 65536   |
+/// |                | still see every round, and the medians are the kept rounds'    |         |
 struct Options {
   double learning_rate = 0.01;
   double momentum = 0.0;
@@ -48,6 +50,7 @@ struct Options {
   std::uint64_t seed = 0;
   NonFinite non_finite = NonFinite::raise;
   std::size_t max_skips = 3;
+  std::size_t report_rounds = 65536;
 
   /// Throws std::invalid_argument naming the first field that breaks its rule. `workers` is
   /// the communicator's size, needed to check `speeds`.

@@ -56,6 +56,9 @@ struct Report {
   double epochs = 0.0;
   double seconds = 0.0;      ///< wall time from begin to the end of finish (consensus included)
   bool stopped_early = false;  ///< a callback's stop request ended the run
+  /// The oldest rounds that are no longer in `rounds` (Options::report_rounds bounds it), so
+  /// that rounds_dropped + rounds.size() rounds ended.
+  std::size_t rounds_dropped = 0;
 
   /// Median of a per-round field over full rounds (the last partial round and round 0, whose
   /// timing includes start-up, are skipped when there are enough rounds). With an adaptive

@@ -102,9 +102,9 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
           break;
         }
       }
-      const std::size_t closed = this->recorder_.report().rounds.size();
+      const std::size_t closed = this->recorder_.closed();
       Report report = finish(model);
-      if (report.rounds.size() > closed)  // finish() closed a last, partial round
+      if (report.rounds_dropped + report.rounds.size() > closed)  // finish() closed a last, partial round
         (callbacks::hooks::round(callbacks, report.rounds.back()), ...);
       (callbacks::hooks::end(callbacks, report), ...);
       return report;
@@ -143,9 +143,6 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   /// checkpoints beyond the store's keep. A failure on any worker (a full disk) is a
   /// CheckpointError on every worker, and the previous checkpoint stays complete.
   void save(Model& model, const Checkpoints& store) {
-    static_assert(requires(detail::SaveArchive& a) { self().serialize(a); },
-                  "cocod: to checkpoint an algorithm, give it a member `template <class Archive> void "
-                  "serialize(Archive& a)` that names its run state (a(\"anchor\", anchor_); ...), empty if it has none");
     static_assert(requires(detail::SaveArchive& a, typename Run::UpdateState& s) { s.serialize(a); },
                   "cocod: to checkpoint, the Update's State needs a member `template <class Archive> void "
                   "serialize(Archive& a)` that names its run state (a(\"velocity\", velocity);), empty if it has none");
@@ -167,8 +164,6 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   bool resume(Model& model, const Checkpoints& store, const Stop& stop, ResumeOptions options = {}) {
     static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
-    static_assert(requires(detail::LoadArchive& a) { self().serialize(a); },
-                  "cocod: to resume an algorithm, give it a member `template <class Archive> void serialize(Archive& a)`");
     const auto found = this->find_checkpoint(store);
     if (!found) {
       begin(model, stop);
@@ -257,6 +252,8 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
 
  private:
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
+  // An algorithm names its run state in `template <class Archive> void serialize(Archive& a)`
+  // (a("anchor", anchor_); ...; empty if it has none), private like its other hooks.
   auto serializer() {
     return [this](auto& archive) { self().serialize(archive); };
   }

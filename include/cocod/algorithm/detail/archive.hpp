@@ -106,39 +106,36 @@ class LoadArchive {
  public:
   explicit LoadArchive(const checkpoint::FileReader& file) : file_(file) {}
 
-  void begin(std::string_view section) { fields_.emplace(file_.fields(section)); }
-  void end() {
-    fields_->finish();
-    fields_.reset();
-  }
+  void begin(std::string_view section) { fields_ = file_.fields(section); }
+  void end() { fields_.finish(); }
 
   template <class V>
   void operator()(std::string_view name, V& v) {
     if constexpr (is_buffer<V>::value) {
       span(name, v.span());
     } else if constexpr (is_vector<V>::value) {
-      v = fields_->template values<typename V::value_type>(name);
+      v = fields_.template values<typename V::value_type>(name);
     } else if constexpr (std::is_same_v<V, std::string>) {
-      v = fields_->text(name);
+      v = fields_.text(name);
     } else {
-      v = fields_->template value<V>(name);
+      v = fields_.template value<V>(name);
     }
   }
   /// A span of parameter-sized values: the field must hold exactly s.size() values.
   template <class S>
   void span(std::string_view name, S s) {
-    const auto host = fields_->template values<std::remove_const_t<typename S::element_type>>(name, s.size());
+    const auto host = fields_.template values<std::remove_const_t<typename S::element_type>>(name, s.size());
     copy_in(s, host);
   }
-  std::span<const std::byte> bytes(std::string_view name) { return fields_->bytes(name); }
+  std::span<const std::byte> bytes(std::string_view name) { return fields_.bytes(name); }
   /// Throws CheckpointError naming the file, the section and the field.
-  [[noreturn]] void fail(std::string_view field, const std::string& what) const { fields_->fail(field, what); }
+  [[noreturn]] void fail(std::string_view field, const std::string& what) const { fields_.fail(field, what); }
 
   static constexpr bool saving = false;
 
  private:
   const checkpoint::FileReader& file_;
-  std::optional<checkpoint::FieldReader> fields_;
+  checkpoint::FieldReader fields_{{}, file_.file(), ""};  // the current section's
 };
 
 /// Runs part(a) inside section `name` of archive a.

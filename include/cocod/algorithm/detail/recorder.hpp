@@ -4,6 +4,7 @@
 #endif
 // The clock and the report of a run: per round the compute, communication and waiting time
 // behind the round-time model, the report so far, and the timeline lane when one is set.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <utility>
@@ -24,8 +25,9 @@ class Recorder {
   /// Records into `lane` from now on (nullptr: stop recording).
   void trace(trace::Lane* lane) noexcept { lane_ = lane; }
 
-  /// A new run that began at `run_start`.
-  void start(const RunInfo& info, time_point run_start) {
+  /// A new run that began at `run_start`; the report keeps the latest `keep` rounds (0: all).
+  void start(const RunInfo& info, time_point run_start, std::size_t keep) {
+    keep_ = keep;
     run_start_ = run_start;
     report_ = Report{};
     report_.info = info;
@@ -35,7 +37,7 @@ class Recorder {
   /// The run's length is known: reserve so that recording allocates nothing while it runs.
   void reserve(const RunInfo& info, std::size_t rounds) {
     report_.info = info;
-    report_.rounds.reserve(rounds + 1);
+    report_.rounds.reserve(keep_ > 0 ? std::min(rounds + 1, 2 * keep_) : rounds + 1);
     if (lane_) lane_->reserve(lane_->events().size() + 3 * info.total_steps + 8);  // steps, waits, collectives
   }
 
@@ -87,9 +89,16 @@ class Recorder {
   const RoundStats& close_round(Close&& close) {
     close(current_);
     current_.round_s = seconds(comm::Clock::now() - round_start_);
-    report_.rounds.push_back(current_);
-    return report_.rounds.back();
+    auto& rounds = report_.rounds;
+    if (keep_ > 0 && rounds.size() == 2 * keep_) {  // drop the oldest half: amortized, no allocation
+      rounds.erase(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(keep_));
+      report_.rounds_dropped += keep_;
+    }
+    rounds.push_back(current_);
+    return rounds.back();
   }
+  /// Rounds closed so far, those dropped from the report included.
+  [[nodiscard]] std::size_t closed() const noexcept { return report_.rounds_dropped + report_.rounds.size(); }
 
   /// Run state: the report so far (the clock restarts with the run).
   [[nodiscard]] const Report& report() const noexcept { return report_; }
@@ -107,6 +116,7 @@ class Recorder {
       report_.rounds.assign(rounds.begin(), rounds.end());
     }
     a("stopped_early", report_.stopped_early);
+    a("rounds_dropped", report_.rounds_dropped);
   }
   void stopped_early() noexcept { report_.stopped_early = true; }
   /// The report of the finished run, with its totals.
@@ -114,6 +124,11 @@ class Recorder {
     report_.steps = steps;
     report_.epochs = epochs;
     report_.seconds = seconds(comm::Clock::now() - run_start_);
+    if (keep_ > 0 && report_.rounds.size() > keep_) {
+      const std::size_t drop = report_.rounds.size() - keep_;
+      report_.rounds.erase(report_.rounds.begin(), report_.rounds.begin() + static_cast<std::ptrdiff_t>(drop));
+      report_.rounds_dropped += drop;
+    }
     return std::move(report_);
   }
 
@@ -122,6 +137,7 @@ class Recorder {
   RoundStats current_{};
   time_point run_start_{}, round_start_{};
   std::size_t collectives_ = 0;
+  std::size_t keep_ = 0;
   trace::Lane* lane_ = nullptr;
 };
 

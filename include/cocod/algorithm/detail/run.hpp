@@ -184,7 +184,7 @@ class Run {
     update_state_ = update_.template start<B, T>(options_, x.size());
     allocate(x.size());
     pos_ = Position{};
-    recorder_.start(info_, run_start);
+    recorder_.start(info_, run_start, options_.report_rounds);
     running_ = true;
     start(x);
   }
@@ -519,9 +519,10 @@ class Run {
     section(a, "window", [&](auto& f) { window_.serialize(f); });
     section(a, "control", [&](auto& f) { control_.serialize(f); });
     section(a, "report", [&](auto& f) { recorder_.serialize(f); });
-    section(a, "algorithm", [&](auto& f) { algorithm(f); });  // its serialize(f)
     for (std::size_t i = 0; i < exchanges_.size(); ++i)
       section(a, "exchange." + std::to_string(i), [&](auto& f) { exchanges_[i]->serialize(f); });
+    // After the exchanges: loading, the algorithm checks that what they hold in flight fits it.
+    section(a, "algorithm", [&](auto& f) { algorithm(f); });  // its serialize(f)
     section(a, "parameters", [&](auto& f) { f.span("x", x); });
     if constexpr (StatefulModel<Model>) {
       section(a, "model", [&](auto& f) {
