@@ -517,3 +517,23 @@ TEST_CASE("a bounded report keeps the latest rounds; callbacks see every round; 
   cocod::Optimizer<Model, cocod::comm::Local> all{cocod::comm::Local{}, o};
   CHECK(all.optimize(model, cocod::Steps{31}).rounds.size() == 11);
 }
+
+TEST_CASE("workers that name different directories: the same error on every worker") {
+  const cocod::Checkpoints with(scratch("differ-a")), without(scratch("differ-b"));
+  interrupted_run<cocod::Optimizer>(with, 1);
+  std::vector<std::string> errors(workers);
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    try {
+      (void)opt.resume(model, comm.rank() == 0 ? with : without, cocod::Steps{total_steps});
+    } catch (const cocod::CheckpointError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  for (const auto& e : errors) {
+    CAPTURE(e);
+    CHECK(e.find("the workers see different checkpoints (rank 0: round 1, rank 1: none)") != std::string::npos);
+    CHECK(e == errors[0]);
+  }
+}

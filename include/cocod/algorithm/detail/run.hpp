@@ -343,9 +343,8 @@ class Run {
     auto seen = [&](std::size_t j) { return table[j] == 0.0 ? std::string("none") : "round " + std::to_string(static_cast<std::size_t>(table[j]) - 1); };
     for (std::size_t j = 1; j < n; ++j)
       if (table[j] != table[0])
-        throw CheckpointError("cocod: the workers see different checkpoints in " + store.directory().string() + " (rank 0: " +
-                              seen(0) + ", rank " + std::to_string(j) + ": " + seen(j) +
-                              "): every worker must name the same directory");
+        throw CheckpointError("cocod: the workers see different checkpoints (rank 0: " + seen(0) + ", rank " +
+                              std::to_string(j) + ": " + seen(j) + "): every worker must name the same directory");
     return found;
   }
   /// Runs f on every worker; when it throws on any, on_fail() runs and every worker throws the
