@@ -278,6 +278,125 @@ TEST_CASE("an adaptive schedule re-plans the same way on every rank") {
   if (N > 1 && world->rank() == N - 1) CHECK(report.rounds.back().batch_size < 8);  // the slow rank: a smaller batch
 }
 
+namespace {
+// "rank 1" or "ranks 1, 2, 3": the ranks after rank 0.
+std::string others(int size) {
+  std::string s = size == 2 ? "rank 1" : "ranks 1";
+  for (int q = 2; q < size; ++q) s += ", " + std::to_string(q);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("collectives that differ between ranks raise the same DistributedError on every rank") {
+  const int N = world->size();
+  if (N == 1) return;
+  for (const auto& d : designs) {
+    for (const bool posted : {false, true}) {
+      CAPTURE(cocod::comm::to_string(d.progress));
+      CAPTURE(posted);
+      Mpi comm = with(d);
+      Watchdog watchdog("mismatched collectives", std::chrono::seconds(30));
+      std::vector<double> v(comm.rank() == 0 ? 11 : 12, 1.0);
+      auto call = [&] {
+        if (!posted) return comm.all_reduce(std::span<double>(v));
+        auto request = comm.all_reduce_async(std::span<double>(v));
+        request.wait();
+      };
+      const std::string mismatch = "workers called mismatched collectives (rank 0: all_reduce of 11 doubles; " +
+                                   others(N) + ": all_reduce of 12 doubles)";
+      CHECK_THROWS_WITH_AS(call(), ("cocod::comm::Mpi: " + mismatch).c_str(), cocod::DistributedError);
+      // The ranks are out of step: later collectives fail, as under comm::Threads.
+      CHECK_THROWS_WITH_AS(call(), ("cocod::comm::Mpi: collective aborted: " + mismatch).c_str(), cocod::Aborted);
+    }
+    Mpi comm = with(d);
+    Watchdog watchdog("broadcasts from different roots", std::chrono::seconds(30));
+    std::vector<float> b(4, 1.0f);
+    CHECK_THROWS_WITH_AS(comm.broadcast(std::span<float>(b), comm.rank() == 0 ? 0 : 1),
+                         ("cocod::comm::Mpi: workers called mismatched collectives (rank 0: broadcast of 4 floats from "
+                          "root 0; " + others(N) + ": broadcast of 4 floats from root 1)").c_str(),
+                         cocod::DistributedError);
+  }
+  // Without a stall timeout a blocking collective moves its data by MPI's blocking calls, which
+  // MPI never matches with non-blocking ones: the ranks learn it instead of hanging.
+  Mpi comm = with({.stall_timeout = std::chrono::seconds(0)});
+  Watchdog watchdog("a blocking collective against a posted one", std::chrono::seconds(30));
+  std::vector<double> v(5, 1.0);
+  auto call = [&] {
+    if (comm.rank() == 0) return comm.all_reduce(std::span<double>(v));
+    auto request = comm.all_reduce_async(std::span<double>(v));
+    request.wait();
+  };
+  CHECK_THROWS_WITH_AS(call(),
+                       ("cocod::comm::Mpi: workers called mismatched collectives (rank 0: all_reduce of 5 doubles by "
+                        "MPI's blocking calls; " + others(N) + ": all_reduce of 5 doubles by MPI's non-blocking calls)")
+                           .c_str(),
+                       cocod::DistributedError);
+}
+
+TEST_CASE("a rank whose communicator goes away fails its peers' next collective instead of hanging it") {
+  const int N = world->size();
+  if (N == 1) return;
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Watchdog watchdog("a collective after a rank left", std::chrono::seconds(30));
+    std::optional<Mpi> comm(with(d));
+    std::vector<double> v(11, 1.0);
+    comm->all_reduce(std::span<double>(v));
+    if (comm->rank() == 1) {
+      comm.reset();  // reports the mismatch on its stderr
+      continue;
+    }
+    const std::string callers = N == 2 ? "rank 0 calls" : N == 3 ? "ranks 0, 2 call" : "ranks 0, 2, 3 call";
+    CHECK_THROWS_WITH_AS(comm->all_reduce(std::span<double>(v)),
+                         ("cocod::comm::Mpi: rank 1 returned while " + callers +
+                          " all_reduce of 11 doubles (the workers called different sequences of collectives)")
+                             .c_str(),
+                         cocod::DistributedError);
+  }
+}
+
+TEST_CASE("optimizers with a different period on one rank raise DistributedError instead of hanging") {
+  // Rank 0 takes rounds of 2 steps, the others of 3: their all-reduces pair up round by round
+  // until the others finish their 60 steps and their communicators go away while rank 0 still
+  // calls. Those ranks learn it as they leave (their stderr, or Mpi::run's error: see
+  // test_mpi_abort); rank 0 must raise.
+  if (world->size() == 1) return;
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Watchdog watchdog("optimizers with different periods", std::chrono::seconds(60));
+    std::vector<double> raised{0.0};
+    {
+      Mpi comm = with(d);
+      Model model(64, 5, static_cast<std::uint64_t>(comm.rank()));
+      cocod::Optimizer<Model, Mpi> opt{comm, {.period = comm.rank() == 0 ? std::size_t{2} : std::size_t{3}, .batch_size = 4}};
+      try {
+        opt.optimize(model, cocod::Steps{60});
+      } catch (const cocod::DistributedError& e) {
+        CHECK(std::string(e.what()).find("returned while rank 0 calls all_reduce") != std::string::npos);
+        raised[0] = 1.0;
+      }
+      if (comm.rank() == 0) CHECK(raised[0] == 1.0);
+    }
+    world->all_reduce(std::span<double>(raised));
+    CHECK(raised[0] >= 1.0);
+  }
+}
+
+TEST_CASE("a rank late by less than the stall timeout is waited for") {
+  if (world->size() == 1) return;
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Mpi comm = with({.progress = d.progress, .stall_timeout = std::chrono::seconds(3)});
+    std::vector<double> v(7, 1.0);
+    if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto request = comm.all_reduce_async(std::span<double>(v));
+    request.wait();
+    if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    comm.all_reduce(std::span<double>(v));
+    CHECK(v == std::vector<double>(7, static_cast<double>(comm.size() * comm.size())));
+  }
+}
+
 int main(int argc, char** argv) {
   Mpi comm(argc, argv);
   world = &comm;

@@ -85,7 +85,8 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   /// Runs fn(Mpi) and returns fn's result if it is an int (the exit status for main), else 0.
   /// If fn throws, or comm::Mpi cannot be set up (see the constructor), prints
   /// "cocod: rank R failed: <what>" to stderr and aborts the whole job (MPI_Abort), so that no
-  /// other rank waits forever.
+  /// other rank waits forever. So too when fn returned while other ranks still call
+  /// collectives: every rank raises DistributedError ("rank 1 returned while rank 0 calls ...").
   template <class F>
     requires std::is_invocable_v<F&, Mpi>
   static int run(int& argc, char**& argv, F&& fn, MpiOptions options = {}) {
@@ -98,6 +99,9 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
           status = fn(*comm);
         else
           fn(*comm);
+        // Peers still calling collectives learn that this rank returned (DistributedError on
+        // every rank, here too) instead of waiting for it forever.
+        comm->engine_->depart();
       } catch (const std::exception& e) {
         abort_job(e.what());
       } catch (...) {
@@ -138,18 +142,7 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   void progress() { engine_->progress(); }
 
   /// Ends every process of the job with `code` after printing `message` from this rank.
-  [[noreturn]] static void abort_job(const std::string& message, int code = 1) {
-    int rank = -1, initialized = 0;
-    MPI_Initialized(&initialized);
-    if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "cocod: rank %d failed: %s\n", rank, message.c_str());
-    std::fflush(stderr);
-    // Launchers forward output through their own processes; MPICH's hydra can end the job before
-    // it forwarded the message above. A moment's grace keeps the reason visible.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (initialized) MPI_Abort(MPI_COMM_WORLD, code);
-    std::_Exit(code);
-  }
+  [[noreturn]] static void abort_job(const std::string& message, int code = 1) { mpi_detail::abort_job(message, code); }
 
  private:
   void init(MPI_Comm comm, MpiOptions options, std::shared_ptr<mpi_detail::Environment> environment) {

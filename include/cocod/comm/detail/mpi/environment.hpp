@@ -14,12 +14,16 @@
 #endif
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -93,6 +97,21 @@ inline const char* thread_level_name(int level) {
     case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
   }
   return "unknown";
+}
+
+/// Ends every process of the job with `code` after printing "cocod: rank R failed: <message>".
+[[noreturn]] inline void abort_job(const std::string& message, int code = 1) {
+  int rank = -1, initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "cocod: rank %d failed: %s\n", rank, message.c_str());
+  std::fflush(stderr);
+  // Launchers forward output through their own processes; MPICH's hydra can end the job before
+  // it forwarded the message above. A moment's grace keeps the reason visible.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 inline void check(int code, const char* what) {

@@ -2,8 +2,8 @@
 #if !defined(COCOD_INTERNAL_INCLUDE)
 #error "cocod/comm/detail/mpi/options.hpp is internal: include <cocod/comm/mpi.hpp>"
 #endif
-// The settings of comm::Mpi: which progress design, how often the polling thread looks, and
-// whether sums are taken in rank order.
+// The settings of comm::Mpi: which progress design, how often the polling thread looks,
+// whether sums are taken in rank order, and how long a collective may wait for a rank.
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -25,6 +25,13 @@ struct MpiOptions {
   /// MPI_Iallgatherv), bitwise identical to comm::Threads with as many workers. false: the MPI
   /// library's own MPI_Iallreduce, whose order of summation it chooses.
   bool deterministic = true;
+  /// A collective that makes no progress for this long (a rank stopped, hangs, or computes far
+  /// longer than its peers between two collectives) throws cocod::Aborted on every rank that
+  /// waits, naming the ranks that have not begun it when that is known: the last resort against
+  /// a job that would wait forever. MPI cannot cancel a collective, so the job must then end
+  /// (Mpi::run aborts it). Zero or negative turns the check off; then blocking collectives use
+  /// MPI's blocking calls and waits use MPI_Wait, which cannot time out.
+  std::chrono::milliseconds stall_timeout = std::chrono::seconds(300);
 };
 
 [[nodiscard]] inline const char* to_string(MpiProgress p) noexcept {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "cocod/comm/detail/mpi/options.hpp"
 #include "cocod/comm/detail/thread_start.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
+#include "cocod/errors.hpp"
 
 namespace cocod::comm::mpi_detail {
 
@@ -24,7 +26,7 @@ namespace cocod::comm::mpi_detail {
 /// collectives (a fixed ring: posting allocates nothing) and the progress engine.
 class Engine {
  public:
-  Engine(MPI_Comm comm, MpiOptions options) : options_(options), collectives_(comm, options.deterministic) {
+  Engine(MPI_Comm comm, MpiOptions options) : options_(options), collectives_(comm, options) {
     if (options_.progress == MpiProgress::caller) return;
     try {
       thread_ = std::thread([this] { serve(); });
@@ -34,13 +36,22 @@ class Engine {
   }
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+  /// Tells the peers that this rank calls no more collectives here (see depart()); a peer that
+  /// still calls one raises DistributedError, and this rank reports the mismatch on stderr. A
+  /// collective that stalled cannot be cancelled, so the process could never finalize MPI: then
+  /// the job ends here (MPI_Abort) with the reason.
   ~Engine() {
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-      cv_.notify_all();
+    try {
+      depart();
+    } catch (const Aborted& e) {
+      abort_job(e.what());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cocod: rank %d: %s\n", rank(), e.what());
+      std::fflush(stderr);
     }
-    if (thread_.joinable()) thread_.join();
+    close();
+    if (collectives_.stalled())
+      abort_job("cocod::comm::Mpi: " + collectives_.failure() + " (MPI cannot cancel the stalled collective: ending the job)");
   }
 
   [[nodiscard]] int rank() const noexcept { return collectives_.rank(); }
@@ -91,6 +102,19 @@ class Engine {
     return ring_.result(ticket);
   }
 
+  /// This rank calls no more collectives here: once those posted have completed, a last
+  /// exchange with every peer. Throws DistributedError if a peer calls a collective instead
+  /// (that peer raises it too), cocod::Aborted after the stall timeout. Once only.
+  void depart() {
+    std::unique_lock lock(mutex_);
+    if (options_.progress == MpiProgress::caller) {
+      while (ring_.pending()) complete_head(lock, true);
+    } else {
+      cv_.wait(lock, [&] { return !ring_.pending(); });
+    }
+    collectives_.depart();
+  }
+
   /// MpiProgress::caller: one MPI_Test on the oldest collective (and start the next when it
   /// completes). Cheap when nothing is in flight; a no-op for the thread designs.
   void progress() {
@@ -101,6 +125,15 @@ class Engine {
   }
 
  private:
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
   // Advances the oldest collective; true when it completed (and was retired).
   bool advance_head(std::unique_lock<std::mutex>&, bool block) {
     Operation& op = ring_.head();
