@@ -137,3 +137,21 @@ TEST_CASE("max_skips must be >= 1") {
   o.max_skips = 0;
   CHECK_THROWS_WITH_AS(o.validate(1), "cocod::Options: max_skips must be >= 1 (got 0)", std::invalid_argument);
 }
+
+TEST_CASE("workers that take different numbers of steps are an error on every worker, not a silent average") {
+  std::vector<std::string> errors(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    Flaky model(40, 5, 3 + static_cast<std::uint64_t>(comm.rank()));
+    cocod::Optimizer<Flaky, cocod::comm::Threads> opt{comm, {.period = 4, .batch_size = 4}};
+    try {
+      opt.optimize(model, cocod::Steps{comm.rank() == 0 ? std::size_t{10} : std::size_t{12}});
+    } catch (const cocod::DistributedError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  for (const auto& e : errors) {
+    CAPTURE(e);
+    CHECK(e.find("the workers are out of step: one reduction joined rank 0 at step 10, rank 1 at step 12") != std::string::npos);
+    CHECK(e == errors[0]);
+  }
+}

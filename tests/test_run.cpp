@@ -172,8 +172,8 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   c.loss_ready(3, 1.5);
   c.vote();
   d.restore(c.state());
-  const auto tc = c.write(0.5, false, 1);
-  const auto td = d.write(0.5, false, 1);
+  const auto tc = c.write(0.5, false, 1, 7);
+  const auto td = d.write(0.5, false, 1, 7);
   CHECK(tc.loss_round == td.loss_round);
   CHECK(std::vector<double>(c.staging().begin(), c.staging().end()) ==
         std::vector<double>(d.staging().begin(), d.staging().end()));

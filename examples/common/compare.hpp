@@ -71,8 +71,9 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
     return 2;
   }
   using Model = std::invoke_result_t<MakeModel, int, int>;
-  // + the control slots: 3, and 2 per worker for the adaptive schedule's measurements
-  const std::size_t bytes = (parameters + 3 + 2 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
+  // + the control slots: 3, and per worker 1 (its step), 2 for the non-finite guard (+ 1 in
+  // all) and 2 for the adaptive schedule's measurements
+  const std::size_t bytes = (parameters + 4 + 5 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
   const bool throttle = args.comm == "threads" || args.link_given;  // mpi, nccl: the real network
   const double step_s = measure_step_seconds(runner, args, make);
   const cocod::comm::Link link = size_link(args, bytes, workers, step_s);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <algorithm>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,8 +24,9 @@ struct ControlTag {
   bool withheld = false;          ///< this worker withheld its contribution (a non-finite value)
 };
 
-/// Slots [w_i * (latest complete round's mean loss), stop vote, checkpoint vote], with the
-/// non-finite guard 2N + 1 more [what worker j found (0: nothing, 1: a loss, 2: its
+/// Slots [w_i * (latest complete round's mean loss), stop vote, checkpoint vote], N slots in which
+/// each worker writes the step it is at (workers out of step are an error on every worker), with
+/// the non-finite guard 2N + 1 more [what worker j found (0: nothing, 1: a loss, 2: its
 /// contribution), 1 + the step it found it at, the summed weights of the workers that did not],
 /// then `extra` slots for the schedule. Owns the host staging of the slots and the run state of losses and votes.
 template <class T>
@@ -56,8 +58,9 @@ class ControlSlots {
 
   /// `guarded`: the run checks for non-finite values, for `workers` workers.
   void start(bool guarded, std::size_t workers, std::size_t extra) {
+    workers_ = workers;
     guard_ = guarded ? workers : 0;
-    staging_.assign(own + guard_slots() + extra, T(0));
+    staging_.assign(own + workers_ + guard_slots() + extra, T(0));
     s_ = State{};
     withheld_.clear();
     withheld_.reserve(guard_);
@@ -65,7 +68,7 @@ class ControlSlots {
   /// Slots per reduced buffer.
   [[nodiscard]] std::size_t size() const noexcept { return staging_.size(); }
   /// The schedule's part of the staging, written before store() and read after load().
-  [[nodiscard]] std::span<T> extra() noexcept { return std::span<T>(staging_).subspan(own + guard_slots()); }
+  [[nodiscard]] std::span<T> extra() noexcept { return std::span<T>(staging_).subspan(own + workers_ + guard_slots()); }
 
   /// This worker found a NaN or an infinity (`what` 1: in a loss, 2: in its contribution) at
   /// `step`; the first one counts until the next reduction reports it.
@@ -79,6 +82,16 @@ class ControlSlots {
   [[nodiscard]] bool found() const noexcept { return s_.found != 0; }
   /// Forgets this worker's finding: the state it was about has been replaced.
   void forget() noexcept { s_.found = 0; }
+  /// Empty when every worker wrote the reduction just read at the same step; else what each was
+  /// at ("rank 0 at step 10, rank 1 at step 12"; steps modulo 2^20).
+  [[nodiscard]] std::string out_of_step() const {
+    if (!out_of_step_) return {};
+    std::string s;
+    const T* steps = staging_.data() + own;
+    for (std::size_t j = 0; j < workers_ && j < 16; ++j)
+      s += (j ? ", rank " : "rank ") + std::to_string(j) + " at step " + std::to_string(static_cast<std::size_t>(steps[j]) - 1);
+    return s + (workers_ > 16 ? ", ..." : "");
+  }
   /// The workers that withheld their contribution from the latest reduction (empty: none).
   [[nodiscard]] const std::vector<Withheld>& withheld() const noexcept { return withheld_; }
   /// The summed weights of the workers that did not (1 when none withheld).
@@ -98,12 +111,15 @@ class ControlSlots {
   void checkpoint_taken() noexcept { s_.checkpoint_agreed = false; }
 
   /// Fills the own slots of the staging (the extra ones are the schedule's); returns the tag.
-  ControlTag write(double weight, bool measured, std::size_t rank) noexcept {
+  ControlTag write(double weight, bool measured, std::size_t rank, std::size_t step) noexcept {
     staging_[0] = s_.ready_round == npos ? T(0) : static_cast<T>(weight * s_.ready_loss);
     staging_[1] = s_.vote ? T(1) : T(0);
     staging_[2] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
+    T* steps = staging_.data() + own;
+    std::fill(steps, steps + workers_, T(0));
+    steps[rank] = static_cast<T>((step & step_mask) + 1);  // exact in a float
     if (guard_ > 0) {
-      T* g = staging_.data() + own;
+      T* g = staging_.data() + own + workers_;
       std::fill(g, g + guard_slots(), T(0));
       if (s_.found != 0) {
         g[rank] = static_cast<T>(s_.found);
@@ -123,10 +139,13 @@ class ControlSlots {
     }
     if (staging_[1] > T(0)) s_.stop_agreed = true;
     if (staging_[2] > T(0)) s_.checkpoint_agreed = true;
+    out_of_step_ = false;
+    const T* steps = staging_.data() + own;
+    for (std::size_t j = 1; j < workers_; ++j) out_of_step_ = out_of_step_ || steps[j] != steps[0];
     withheld_.clear();
     kept_weight_ = 1.0;
     if (guard_ > 0) {
-      const T* g = staging_.data() + own;
+      const T* g = staging_.data() + own + workers_;
       for (std::size_t j = 0; j < guard_; ++j)
         if (g[j] > T(0))
           withheld_.push_back({j, static_cast<int>(g[j]), static_cast<std::size_t>(g[guard_ + j]) - 1});
@@ -164,10 +183,13 @@ class ControlSlots {
 
  private:
   [[nodiscard]] std::size_t guard_slots() const noexcept { return guard_ > 0 ? 2 * guard_ + 1 : 0; }
+  static constexpr std::size_t step_mask = (std::size_t{1} << 20) - 1;
 
   std::vector<T> staging_;
   State s_{};
+  std::size_t workers_ = 0;
   std::size_t guard_ = 0;  // workers, when guarded
+  bool out_of_step_ = false;
   std::vector<Withheld> withheld_;
   double kept_weight_ = 1.0;
 };

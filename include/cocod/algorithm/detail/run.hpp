@@ -462,7 +462,7 @@ class Run {
       withheld = control_.found();
       if (withheld) zero(B{}, e.model());
     }
-    ControlTag tag = control_.write(info_.weight, measured, static_cast<std::size_t>(info_.rank));
+    ControlTag tag = control_.write(info_.weight, measured, static_cast<std::size_t>(info_.rank), pos_.step);
     tag.withheld = withheld;
     store(B{}, e.span(), e.control_offset(), std::span<const T>(control_.staging()));
     return tag;
@@ -471,6 +471,9 @@ class Run {
     load(B{}, e.span(), e.control_offset(), control_.staging());
     control_.read(tag);
     withheld_here_ = tag.withheld;
+    if (const std::string steps = control_.out_of_step(); !steps.empty())
+      throw DistributedError("cocod: the workers are out of step: one reduction joined " + steps +
+                             " (every worker must take the same steps: the same run length, period and stop)");
     if (tag.measured)
       window_.read(std::span<const T>(control_.extra()), schedule_, options_, info_.rank, info_.workers,
                    info_.total_batch, plan_);
