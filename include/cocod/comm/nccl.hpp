@@ -48,7 +48,9 @@ struct State {
   double* scratch = nullptr;
   std::size_t scratch_size = 0;
 
-  State(ncclComm_t c, int device_) : comm(c), device(device_) {
+  bool owns_comm = true;  // false under Nccl::run, which destroys or aborts its communicators itself
+
+  State(ncclComm_t c, int device_, bool owns = true) : comm(c), device(device_), owns_comm(owns) {
     check(cudaSetDevice(device), "cudaSetDevice");
     check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
     check(ncclCommCount(comm, &size), "ncclCommCount");
@@ -60,7 +62,7 @@ struct State {
   ~State() {
     if (scratch) cudaFree(scratch);
     if (stream) cudaStreamDestroy(stream);
-    if (comm) ncclCommDestroy(comm);
+    if (comm && owns_comm) ncclCommDestroy(comm);
   }
 };
 }  // namespace nccl_detail
@@ -133,12 +135,23 @@ class Nccl {
     std::vector<ncclComm_t> comms(devices.size());
     nccl_detail::check(ncclCommInitAll(comms.data(), n, devices.data()), "ncclCommInitAll");
     std::atomic<bool> aborted{false};
+    // run owns the communicators: a worker's State never destroys one (a failing worker's would
+    // be destroyed while it unwinds, then aborted: a use after free), and each is either
+    // aborted once (when a worker failed; ncclCommAbort frees it) or destroyed once at the end.
+    struct Release {
+      std::vector<ncclComm_t>& comms;
+      std::atomic<bool>& aborted;
+      ~Release() {
+        if (!aborted)
+          for (auto c : comms) ncclCommDestroy(c);
+      }
+    } release{comms, aborted};
     detail::run_workers(
         n,
         [&](int r) {
           const auto i = static_cast<std::size_t>(r);
           try {
-            Nccl comm(std::make_shared<nccl_detail::State>(comms[i], devices[i]));
+            Nccl comm(std::make_shared<nccl_detail::State>(comms[i], devices[i], false));
             fn(comm);
           } catch (const Aborted&) {
             throw;
@@ -198,7 +211,9 @@ class Nccl {
   template <Scalar T>
   [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
     all_reduce(buffer);
-    return Request{};
+    Request done;  // already complete: it completed now (not at the clock's epoch)
+    done.done_ = Clock::now();
+    return done;
   }
 
  private:
