@@ -356,10 +356,10 @@ TEST_CASE("a rank whose communicator goes away fails its peers' next collective 
 }
 
 TEST_CASE("optimizers with a different period on one rank raise DistributedError instead of hanging") {
-  // Rank 0 takes rounds of 2 steps, the others of 3: their all-reduces pair up round by round
-  // until the others finish their 60 steps and their communicators go away while rank 0 still
-  // calls. Those ranks learn it as they leave (their stderr, or Mpi::run's error: see
-  // test_mpi_abort); rank 0 must raise.
+  // Rank 0 takes rounds of 2 steps, the others of 3. Where the optimizer does not notice it, the
+  // all-reduces pair up round by round until the others finish their 60 steps and their
+  // communicators go away while rank 0 still calls: those ranks learn it as they leave (their
+  // stderr, or Mpi::run's error: see test_mpi_abort); rank 0 must raise.
   if (world->size() == 1) return;
   for (const auto& d : designs) {
     CAPTURE(cocod::comm::to_string(d.progress));
@@ -371,8 +371,7 @@ TEST_CASE("optimizers with a different period on one rank raise DistributedError
       cocod::Optimizer<Model, Mpi> opt{comm, {.period = comm.rank() == 0 ? std::size_t{2} : std::size_t{3}, .batch_size = 4}};
       try {
         opt.optimize(model, cocod::Steps{60});
-      } catch (const cocod::DistributedError& e) {
-        CHECK(std::string(e.what()).find("returned while rank 0 calls all_reduce") != std::string::npos);
+      } catch (const cocod::DistributedError&) {  // from the collectives, or the optimizer's own checks
         raised[0] = 1.0;
       }
       if (comm.rank() == 0) CHECK(raised[0] == 1.0);

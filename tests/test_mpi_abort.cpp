@@ -8,6 +8,11 @@
 //   test_mpi_abort thread     the communication thread cannot be started
 // And the exit status that fn returns is the job's:
 //   test_mpi_abort status     the last rank's fn returns 3
+// Ranks that call different sequences of collectives end the job with DistributedError on every
+// rank, instead of hanging (rank 1 is the odd one):
+//   test_mpi_abort early      rank 1 trains 10 steps, the others 100
+//   test_mpi_abort period     rank 1 has Options::period 3, the others 2
+//   test_mpi_abort begin      rank 1 returns right after begin()
 #include <cocod.hpp>
 #include <cocod/comm/mpi.hpp>
 
@@ -53,6 +58,23 @@ void train(cocod::comm::Mpi comm) {
   }
   opt.finish(model);
 }
+
+// Rank 1 differs from the others as `mode` says; the others train 100 steps.
+void differ(cocod::comm::Mpi comm, const std::string& mode) {
+  using Model = cocod_test::LeastSquares<double>;
+  Model model(200, 8, static_cast<std::uint64_t>(comm.rank()));
+  const bool odd = comm.rank() == 1;
+  cocod::Optimizer<Model, cocod::comm::Mpi> opt{comm, {.period = mode == "period" && odd ? std::size_t{3} : std::size_t{2},
+                                                       .batch_size = 8}};
+  if (mode == "begin") {
+    opt.begin(model);
+    if (odd) return;
+    for (int t = 0; t < 100; ++t) opt.step(model, opt.next_batch());
+    opt.finish(model);
+    return;
+  }
+  opt.optimize(model, cocod::Steps{mode == "early" && odd ? std::size_t{10} : std::size_t{100}});
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,6 +92,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "test_mpi_abort: rank %d returns 3\n", comm.rank());
       return 3;
     });
+  if (mode == "early" || mode == "period" || mode == "begin")
+    return cocod::comm::Mpi::run(argc, argv, [&](cocod::comm::Mpi comm) { differ(comm, mode); });
   refuse_std_threads = mode == "thread";
   return cocod::comm::Mpi::run(argc, argv, train);
 }
