@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,15 +48,16 @@ inline std::vector<std::uint8_t> read_bytes(const std::string& path) {
   return out;
 }
 
-/// Parses an IDX file of unsigned bytes (magic 0x00 0x00 0x08 <number of dimensions>).
-inline Array read(const std::string& path) {
-  const auto bytes = read_bytes(path);
-  if (bytes.size() < 4) throw Error(path + ": too short for an IDX header (" + std::to_string(bytes.size()) + " bytes)");
+/// Parses the bytes of an IDX file of unsigned bytes (magic 0x00 0x00 0x08 <number of
+/// dimensions>); `name` is the file's name in errors. Apart from the file access, so that the
+/// checks can be fuzzed on bytes alone (tests/fuzz).
+inline Array parse(std::span<const std::uint8_t> bytes, const std::string& name) {
+  if (bytes.size() < 4) throw Error(name + ": too short for an IDX header (" + std::to_string(bytes.size()) + " bytes)");
   if (bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08)
-    throw Error(path + ": bad magic number (expected 00 00 08 xx for unsigned bytes)");
+    throw Error(name + ": bad magic number (expected 00 00 08 xx for unsigned bytes)");
   const std::size_t rank = bytes[3];
-  if (rank == 0 || rank > 4) throw Error(path + ": unsupported number of dimensions " + std::to_string(rank));
-  if (bytes.size() < 4 + 4 * rank) throw Error(path + ": truncated header");
+  if (rank == 0 || rank > 4) throw Error(name + ": unsupported number of dimensions " + std::to_string(rank));
+  if (bytes.size() < 4 + 4 * rank) throw Error(name + ": truncated header");
   Array a;
   std::size_t count = 1;
   for (std::size_t d = 0; d < rank; ++d) {
@@ -63,16 +65,20 @@ inline Array read(const std::string& path) {
     const std::uint32_t n = (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
     a.dims.push_back(n);
     if (n != 0 && count > std::numeric_limits<std::size_t>::max() / n)  // a crafted header
-      throw Error(path + ": the header's sizes multiply beyond what memory can hold");
+      throw Error(name + ": the header's sizes multiply beyond what memory can hold");
     count *= n;
   }
   const std::size_t header = 4 + 4 * rank;
   if (bytes.size() - header != count)
-    throw Error(path + ": payload has " + std::to_string(bytes.size() - header) + " bytes, the header announces " +
+    throw Error(name + ": payload has " + std::to_string(bytes.size() - header) + " bytes, the header announces " +
                 std::to_string(count));
-  a.data.assign(bytes.begin() + static_cast<long>(header), bytes.end());
+  const auto payload = bytes.subspan(header);
+  a.data.assign(payload.begin(), payload.end());
   return a;
 }
+
+/// Reads and parses an IDX file, gzip-compressed or not.
+inline Array read(const std::string& path) { return parse(read_bytes(path), path); }
 
 /// Images (n x rows x cols) and labels (n) of one split, checked against each other.
 struct Dataset {
