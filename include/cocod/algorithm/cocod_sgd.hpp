@@ -71,6 +71,10 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   void serialize(Archive& a) {
     a("anchor", anchor_);
     a("needs_post", needs_post_);
+    if constexpr (!Archive::saving)
+      if (send_.in_flight())
+        a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
+                       " has none between rounds (corrupt)");
   }
 
   backend::buffer<B, T> anchor_, gradient_;

@@ -41,6 +41,10 @@ class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, 
   template <class Archive>
   void serialize(Archive& a) {
     a("averaged", averaged_);
+    if constexpr (!Archive::saving)
+      if (send_.in_flight())
+        a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
+                       " has none between rounds (corrupt)");
   }
 
   backend::buffer<B, T> gradient_;

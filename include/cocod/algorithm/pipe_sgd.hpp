@@ -44,8 +44,12 @@ class PipeSGD : public Trainer<PipeSGD<Model, Comm, Schedule, Update>, Model, Co
   void serialize(Archive& a) {
     a("current", current_);
     a("previous_lr", previous_lr_);
-    if constexpr (!Archive::saving)
+    if constexpr (!Archive::saving) {
       if (current_ != 0 && current_ != 1) a.fail("current", "is not 0 or 1 (corrupt)");
+      if (gradient_[current_].in_flight())  // the next step posts into it
+        a.fail("current", "names section 'exchange." + std::to_string(current_) +
+                              "', which holds a collective in flight (corrupt)");
+    }
   }
 
   // Waits for the all-reduce of the previous step's gradient, if any, and applies it. The

@@ -33,8 +33,14 @@ class SyncSGD : public Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Co
     this->update(x, g, lr);
   }
 
+  // Models stay identical; the exchange is scratch between steps, never in flight.
   template <class Archive>
-  void serialize(Archive&) {}  // models stay identical; the exchange is scratch between steps
+  void serialize(Archive& a) {
+    if constexpr (!Archive::saving)
+      if (reduce_.in_flight())
+        a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
+                       " has none between rounds (corrupt)");
+  }
 
   Exchange reduce_;
 };

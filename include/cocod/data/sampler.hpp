@@ -44,6 +44,9 @@ class Rng {
   }
   /// Uniform double in [0, 1).
   double uniform() noexcept { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
+  /// False for the all-zero state, which no seed gives and which the generator never leaves
+  /// (below() would never return): a checkpoint holding it is corrupt.
+  [[nodiscard]] bool valid() const noexcept { return (state_[0] | state_[1] | state_[2] | state_[3]) != 0; }
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
@@ -110,6 +113,7 @@ class BatchSampler {
     a("position", position_);
     a("passes", passes_);
     if constexpr (!Archive::saving) {
+      if (!rng_.valid()) a.fail("rng", "is all zero, a state the generator never leaves (corrupt)");
       if (order_.size() != samples)
         a.fail("order", "holds a shard of " + std::to_string(order_.size()) + " samples; this worker's has " +
                             std::to_string(samples));

@@ -91,8 +91,14 @@ struct Adaptive {
   [[nodiscard]] Plan replan(const Options& o, int rank, int workers, std::size_t total_batch,
                             const Plan& current, const Measured& m) const {
     const auto n = static_cast<std::size_t>(workers);
-    for (std::size_t j = 0; j < n; ++j)  // a worker without a measurement: keep the plan
+    double speeds = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {  // a worker without a measurement: keep the plan
       if (!(m.seconds_per_sample[j] > 0.0) || !std::isfinite(m.seconds_per_sample[j])) return current;
+      speeds += 1.0 / m.seconds_per_sample[j];
+    }
+    // Speeds beyond a double (a time per sample near 0, from a corrupt checkpoint): no measurement
+    // either, or the shares below would be NaN.
+    if (!std::isfinite(speeds)) return current;
     Plan p = current;
     // Speeds are 1 / seconds_per_sample; weights need only be proportional to them.
     auto batch_of = [&](std::size_t j) {
