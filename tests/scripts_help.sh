@@ -18,6 +18,11 @@ for tool in cmake ctest make gmake g++ c++ cc gcc nvcc apt-get apt dpkg-query dp
   printf '#!/bin/sh\necho "%s $*" >>"%s"\nexit 97\n' "$tool" "$log" >"$work/stubs/$tool"
   chmod +x "$work/stubs/$tool"
 done
+# scripts/fuzz builds with clang.
+for tool in clang++ clang++-14; do
+  printf '#!/bin/sh\necho "%s $*" >>"%s"\nexit 97\n' "$tool" "$log" >"$work/stubs/$tool"
+  chmod +x "$work/stubs/$tool"
+done
 
 # Every executable script: scripts/* and benchmarks/run, benchmarks/*.sh (lib.sh is sourced, not run).
 cd "$work/tree"
