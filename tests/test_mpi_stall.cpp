@@ -8,7 +8,8 @@
 //     HOW     sleep   the last rank sleeps 20 s before its collective of step 5
 //             stop    the last rank stops itself (SIGSTOP) there
 //             midway  (caller, posted) the last rank begins that collective, then sleeps 20 s
-//                     without advancing it: the others wait in its data, not its description
+//                     without advancing it: the others wait in its data, or, when MPI had not
+//                     yet sent its description (nothing progresses on this rank), for that
 //     KIND    blocking (all_reduce) | posted (all_reduce_async, then wait)
 #include <cocod/comm/mpi.hpp>
 

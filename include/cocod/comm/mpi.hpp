@@ -13,6 +13,10 @@
 //                                 and the collective advances only then and in wait()
 // Blocking collectives (all_reduce, broadcast) run in the caller, in every design, once the
 // posted ones completed: MPI never matches a blocking collective with a non-blocking one.
+// Every collective is preceded by an exchange of descriptions (collectives.hpp): ranks that call
+// different collectives, or whose communicator went away while others still call, raise the
+// same DistributedError on every rank; MpiOptions::stall_timeout ends a collective that makes
+// no progress with cocod::Aborted (docs/mpi.md).
 // COCOD_MPI_BOOST (default 1): Boost.MPI initializes MPI and maps types. Set it to 0 to build on
 // an MPI that Boost.MPI was not compiled for (Debian's Boost.MPI is built on Open MPI; with MPICH
 // use 0): comm::Mpi then calls MPI_Init_thread itself and loses only the constructor from a

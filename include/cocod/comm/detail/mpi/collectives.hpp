@@ -122,6 +122,23 @@ class Collectives {
   /// MPI_Wait, or with a stall timeout in MPI_Test until the deadline) instead of testing once.
   bool advance(Operation& op, bool block) { return op.is_double ? advance<double>(op, block) : advance<float>(op, block); }
 
+  /// Begins `op` (its first stage, the exchange of descriptions) unless it has begun; the next
+  /// advance() goes on from there. Throws cocod::Aborted when no collective may run any more.
+  void start(Operation& op) {
+    if (op.stage != 0) return;
+    // After a mismatch or a stall the ranks are out of step: each later collective would pair
+    // with another rank's wrong one.
+    if (!broken_.empty()) throw Aborted("cocod::comm::Mpi: collective aborted: " + broken_);
+    if (left_) throw Aborted("cocod::comm::Mpi: collective after this rank left (its communicator went away)");
+    op.since = Clock::now();
+    if (size_ == 1) {
+      op.stage = 2;
+      return;
+    }
+    start_exchange(header_of(op));
+    op.stage = 1;
+  }
+
   /// Runs `op` to completion in the calling thread. Without a stall timeout its data moves by
   /// MPI's blocking collectives, MPI's best-tuned ones, which cannot time out; with one, by the
   /// non-blocking ones tested until the deadline. The rank-ordered sum is the same either way,
@@ -272,17 +289,7 @@ class Collectives {
     for (;;) {
       switch (op.stage) {
         case 0:
-          // After a mismatch or a stall the ranks are out of step: each later collective would
-          // pair with another rank's wrong one.
-          if (!broken_.empty()) throw Aborted("cocod::comm::Mpi: collective aborted: " + broken_);
-          if (left_) throw Aborted("cocod::comm::Mpi: collective after this rank left (its communicator went away)");
-          op.since = Clock::now();
-          if (size_ == 1) {
-            op.stage = 2;
-            break;
-          }
-          start_exchange(header_of(op));
-          op.stage = 1;
+          start(op);
           break;
         case 1:
           if (!wait_all(exchange_, block, op.since, [&] { stall_in_exchange(comm::detail::describe(op)); }))

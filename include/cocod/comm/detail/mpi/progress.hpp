@@ -68,8 +68,19 @@ class Engine {
       cv_.wait(lock, [&] { return !ring_.full(); });
     }
     const std::uint64_t ticket = ring_.push(op);
+    if (options_.progress == MpiProgress::caller) {
+      if (ticket == ring_.head_ticket()) advance_head(lock, false);
+    } else if (ticket == ring_.head_ticket()) {
+      // The descriptions go out now, from this thread (the communication thread is idle: the
+      // ring was empty, and it waits for the lock we hold): by the time that thread first polls,
+      // the peers' have usually arrived, and no poll's sleep is spent on them.
+      try {
+        collectives_.start(ring_.head());
+      } catch (...) {
+        ring_.retire(std::current_exception());
+      }
+    }
     cv_.notify_all();
-    if (options_.progress == MpiProgress::caller && ticket == ring_.head_ticket()) advance_head(lock, false);
     return ticket;
   }
 
