@@ -151,6 +151,8 @@ class Window<Schedule> {
     a("plan_batch_size", s_.plan.batch_size);
     a("measured", s_.measured);
     if constexpr (!Archive::saving) {
+      if (s_.pending && (s_.plan.period == 0 || s_.plan.batch_size == 0))
+        a.fail("plan_period", "and plan_batch_size are not a plan (corrupt)");
       if (s_.measured.size() != slots)
         a.fail("measured", "holds " + std::to_string(s_.measured.size()) + " values where " + std::to_string(slots) + " belong");
     }

@@ -216,7 +216,8 @@ class Group {
     }
     // All-reduce: worker q sums slice q over all workers in rank order (a fixed order, so the
     // result does not depend on thread timing), then every worker gathers all slices.
-    const auto [lo, hi] = slice(r, job.count, N);
+    const auto bounds = slice(r, job.count, N);
+    const std::size_t lo = bounds.first, hi = bounds.second;  // (a structured binding: clang < 16 cannot capture it)
     auto& out = partial_[r];
     if (out.size() < (hi - lo) * sizeof(T)) out.resize((hi - lo) * sizeof(T));
     sum_in_rank_order(reinterpret_cast<T*>(out.data()), hi - lo, N,
