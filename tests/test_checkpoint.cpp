@@ -537,3 +537,31 @@ TEST_CASE("workers that name different directories: the same error on every work
     CHECK(e == errors[0]);
   }
 }
+
+namespace {
+/// An update rule whose State does not say what it holds.
+struct Opaque {
+  template <class Backend, class T>
+  struct State {
+    void apply(std::span<T> x, std::span<T> g, T lr) {
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * g[i];
+    }
+  };
+  template <class Backend, class T>
+  State<Backend, T> start(const cocod::Options&, std::size_t) const {
+    return {};
+  }
+};
+}  // namespace
+
+TEST_CASE("a part that does not say what it holds compiles with optimize(), and cannot be checkpointed") {
+  Model model = model_of(0);
+  using Opt = cocod::Optimizer<Model, cocod::comm::Local, cocod::schedule::Fixed<>, Opaque>;
+  Opt opt{cocod::comm::Local{}, options};
+  CHECK(opt.optimize(model, cocod::Steps{6}).steps == 6);
+  const cocod::Checkpoints store(scratch("opaque"));
+  opt.begin(model, cocod::Steps{6});
+  CHECK_THROWS_WITH_AS(opt.save(model, store), doctest::Contains("the Update's State cannot be checkpointed"),
+                       cocod::CheckpointError);
+  CHECK(store.rounds().empty());  // nothing written
+}

@@ -143,9 +143,6 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   /// checkpoints beyond the store's keep. A failure on any worker (a full disk) is a
   /// CheckpointError on every worker, and the previous checkpoint stays complete.
   void save(Model& model, const Checkpoints& store) {
-    static_assert(requires(detail::SaveArchive& a, typename Run::UpdateState& s) { s.serialize(a); },
-                  "cocod: to checkpoint, the Update's State needs a member `template <class Archive> void "
-                  "serialize(Archive& a)` that names its run state (a(\"velocity\", velocity);), empty if it has none");
     auto x = this->parameters(model, "save");
     if (this->pos_.step_in_round != 0)
       throw std::logic_error("cocod: save() between rounds only: call it once round_ended() is true, or before the first step");
@@ -249,6 +246,15 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   void communicate(span_type, scalar_type) {}
   void end_round(span_type) {}
   void finish_run(span_type) {}
+  // An algorithm that does not say what its run state is cannot be checkpointed: saving or
+  // resuming it is an error at run time (a CheckpointError naming it on every worker), so that
+  // an algorithm without checkpoints still compiles with optimize().
+  template <class Archive>
+  void serialize(Archive&) {
+    throw std::logic_error(std::string("cocod: ") + Derived::name +
+                           " cannot be checkpointed: give it a member `template <class Archive> void serialize(Archive& a)` "
+                           "that names its run state (empty if it has none)");
+  }
 
  private:
   Derived& self() noexcept { return static_cast<Derived&>(*this); }

@@ -517,7 +517,13 @@ class Run {
     });
     if constexpr (!Archive::saving) apply(plan_);
     section(a, "sampler", [&](auto& f) { sampler_.serialize(f); });
-    section(a, "update", [&](auto& f) { update_state_.serialize(f); });
+    section(a, "update", [&](auto& f) {
+      if constexpr (requires { update_state_.serialize(f); })
+        update_state_.serialize(f);
+      else  // (a compile error would break optimize() for every update rule without checkpoints)
+        throw std::logic_error("cocod: the Update's State cannot be checkpointed: give it a member `template <class "
+                               "Archive> void serialize(Archive& a)` that names its run state, empty if it has none");
+    });
     section(a, "window", [&](auto& f) { window_.serialize(f); });
     section(a, "control", [&](auto& f) { control_.serialize(f); });
     section(a, "report", [&](auto& f) { recorder_.serialize(f); });
