@@ -44,9 +44,11 @@ int main() {
         comm, {.learning_rate = 0.05, .momentum = 0.9, .period = 4, .batch_size = 16}};
     cocod::Report report = opt.optimize(model, cocod::Epochs{20});
     // Every worker now holds the same consensus model.
-    if (comm.rank() == 0)
+    if (comm.rank() == 0) {
       std::printf("y = %.4f x + %.4f after %zu steps (expected y = 2 x + 1)\n", model.ab[0], model.ab[1],
                   report.steps);
+      std::printf("model digest: %s\n", cocod::model_digest(model).c_str());  // compare runs bit for bit
+    }
     if (std::abs(model.ab[0] - 2.0) > 1e-3 || std::abs(model.ab[1] - 1.0) > 1e-3) ++failures;
   });
   return failures == 0 ? 0 : 1;

@@ -23,9 +23,11 @@ int main(int argc, char** argv) {
         comm, {.learning_rate = 0.1, .period = 4, .batch_size = 8}};
     opt.optimize(model, cocod::Epochs{20});
     const double expected = 3.0 + (comm.size() - 1) / 2.0;
-    if (comm.rank() == 0)
+    if (comm.rank() == 0) {
       std::printf("consensus %.6f over %d ranks (expected %.6f)\n", model.parameters()[0], comm.size(),
                   expected);
+      std::printf("model digest: %s\n", cocod::model_digest(model).c_str());
+    }
     if (std::abs(model.parameters()[0] - expected) > 1e-3) throw std::runtime_error("wrong consensus");
   });
 }
