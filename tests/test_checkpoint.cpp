@@ -565,3 +565,66 @@ TEST_CASE("a part that does not say what it holds compiles with optimize(), and 
                        cocod::CheckpointError);
   CHECK(store.rounds().empty());  // nothing written
 }
+
+namespace {
+/// Asks to stop at the end of round `at` (a round hook, like EarlyStop).
+struct StopAt {
+  std::size_t at = 0;
+  bool on_round(const cocod::RoundStats& r) { return r.round == at; }
+};
+/// Throws in a late hook once round `at` has ended: a crash right after that round's checkpoint.
+struct CrashAfter {
+  std::size_t at = 0;
+  void after_round(const cocod::RoundStats& r) {
+    if (r.round == at) throw std::runtime_error("crash");
+  }
+};
+}  // namespace
+
+TEST_CASE("a stop asked for at a checkpointed round end is in the checkpoint: the resumed run stops where the run did") {
+  for (const std::size_t ask : {std::size_t{3}, std::size_t{4}}) {
+    CAPTURE(ask);
+    const cocod::Checkpoints store(scratch("stop-" + std::to_string(ask)));
+    std::size_t whole_steps = 0, resumed_steps = 0;
+    std::vector<double> whole_x, resumed_x;
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // uninterrupted, with the stop
+      Model model = model_of(comm.rank());
+      cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+      const auto report = opt.optimize(model, cocod::Steps{total_steps}, StopAt{ask});
+      if (comm.rank() == 0) whole_steps = report.steps, whole_x = model.x;
+    });
+    REQUIRE(whole_steps < total_steps);
+    CHECK_THROWS(cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // crashes after the save at `ask`
+      Model model = model_of(comm.rank());
+      cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+      cocod::callbacks::Checkpoint save{opt, model, store, {.rounds = 1}};
+      opt.optimize(model, cocod::Steps{total_steps}, StopAt{ask}, save, CrashAfter{ask});
+    }));
+    REQUIRE(store.latest()->round == ask + 1);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // resumed, without the stop callback
+      Model model = model_of(comm.rank());
+      cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+      opt.resume_from(store);
+      const auto report = opt.optimize(model, cocod::Steps{total_steps});
+      if (comm.rank() == 0) resumed_steps = report.steps, resumed_x = model.x;
+    });
+    CHECK(resumed_steps == whole_steps);
+    CHECK(resumed_x == whole_x);
+  }
+}
+
+TEST_CASE("saving twice at one round end, and over a later checkpoint of another run, leaves one complete checkpoint") {
+  const cocod::Checkpoints store(scratch("twice"));
+  interrupted_run<cocod::Optimizer>(store, 5);  // another run's checkpoint at round 5
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    opt.begin(model, cocod::Steps{total_steps});
+    while (opt.steps_taken() < 2 * options.period) opt.step(model, opt.next_batch());
+    opt.save(model, store);
+    opt.save(model, store);
+  });
+  CHECK(store.rounds() == std::vector<std::size_t>{2});  // round 5 belonged to the run this one replaced
+  const auto info = *store.latest();
+  for (int r = 0; r < workers; ++r) CHECK_NOTHROW((void)cocod::Checkpoints::read_file(info, r));
+}

@@ -101,7 +101,11 @@ void check(const char* name) {
     opt.non_finite = cocod::NonFinite::skip;
     opt.max_skips = 2;
     const Outcome o = run<Algorithm>(opt, 0, 5, 1000);  // NaN from step 5 on, for good
-    for (const auto& e : o.errors) CHECK(e.find("2 reductions in a row were skipped (Options::max_skips = 2)") != std::string::npos);
+    for (const auto& e : o.errors) {
+      CAPTURE(e);
+      CHECK(e.find("2 reductions in a row were skipped (Options::max_skips = 2)") != std::string::npos);
+      CHECK(e.find("rank 0 had a non-finite") != std::string::npos);
+    }
   }
   SUBCASE("without a NaN the guard changes no bit") {
     auto off = base;
@@ -153,5 +157,30 @@ TEST_CASE("workers that take different numbers of steps are an error on every wo
     CAPTURE(e);
     CHECK(e.find("the workers are out of step: one reduction joined rank 0 at step 10, rank 1 at step 12") != std::string::npos);
     CHECK(e == errors[0]);
+  }
+}
+
+TEST_CASE("a NaN in the final average: NonFiniteError from finish(), and the optimizer is usable again") {
+  for (const auto policy : {cocod::NonFinite::raise}) {
+    std::vector<std::string> errors(2);
+    std::vector<std::size_t> again(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      Flaky model(40, 5, 8 + static_cast<std::uint64_t>(comm.rank()));
+      model.rank = comm.rank();
+      model.bad_rank = 1;
+      model.nan_from = 9;  // the last of 10 steps, in a partial round: the final average sees it
+      model.nan_to = 10;
+      auto o = base;
+      o.non_finite = policy;
+      cocod::LocalSGD<Flaky, cocod::comm::Threads> opt{comm, o};
+      try {
+        opt.optimize(model, cocod::Steps{10});
+      } catch (const cocod::NonFiniteError& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+      again[static_cast<std::size_t>(comm.rank())] = opt.optimize(model, cocod::Steps{4}).steps;
+    });
+    for (const auto& e : errors) CHECK(e.find("rank 1 had a non-finite loss at step 9") != std::string::npos);
+    CHECK(again == std::vector<std::size_t>{4, 4});
   }
 }

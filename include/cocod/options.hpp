@@ -67,6 +67,7 @@ struct Options {
       fail("weight_decay", "must be a finite number >= 0", weight_decay);
     if (period == 0) fail("period", "must be >= 1", period);
     if (max_skips == 0) fail("max_skips", "must be >= 1", max_skips);
+    if (report_rounds > (std::size_t{1} << 40)) fail("report_rounds", "must be at most 2^40 (0: all)", report_rounds);
     if (batch_size == 0) fail("batch_size", "must be >= 1", batch_size);
     if (!speeds.empty()) {
       if (speeds.size() != static_cast<std::size_t>(workers))

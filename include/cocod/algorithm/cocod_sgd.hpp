@@ -51,19 +51,22 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   void end_round(Span x) {
     this->await(send_);
     needs_post_ = true;
-    if (this->withheld()) {  // every worker restarts from the consensus of the finite anchors
-      this->keep_finite(send_.model());
-      copy(B{}, x, send_.model());
-      copy(B{}, anchor_.span(), x);
-      scale(B{}, send_.model(), x, this->weight());
-      return this->non_finite(true);
-    }
+    if (this->withheld()) return restart_from_finite(x);
     round_end(B{}, x, anchor_.span(), send_.model(), this->weight());
   }
   void finish_run(Span x) {
-    this->await(send_);
-    this->average(x, send_);
     needs_post_ = false;
+    if (this->await(send_) && this->withheld()) restart_from_finite(x);  // (raise: throws here)
+    this->average(x, send_);
+  }
+  // A worker withheld its anchor from the average just awaited: every worker restarts from the
+  // consensus of the finite anchors (x = a = xbar / W, s = w x), then as the policy says.
+  void restart_from_finite(Span x) {
+    this->keep_finite(send_.model());
+    copy(B{}, x, send_.model());
+    copy(B{}, anchor_.span(), x);
+    scale(B{}, send_.model(), x, this->weight());
+    this->non_finite(true);
   }
   // Between rounds the next all-reduce is not posted yet: the anchor and the send buffer (an
   // exchange, saved by the run) hold the round's state.

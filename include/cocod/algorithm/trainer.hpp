@@ -85,22 +85,31 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
     static_assert(StopCondition<Stop>, "cocod: optimize(model, stop) says when to stop with cocod::Epochs{e}, "
                                        "cocod::Steps{n} or cocod::Rounds{n}");
     if constexpr (StopCondition<Stop>) {
-      if (auto from = std::exchange(resume_from_, std::nullopt))
-        resume(model, from->first, stop, from->second);
-      else
+      if (resume_from_) {
+        resume(model, resume_from_->first, stop, resume_from_->second);
+        resume_from_.reset();  // (kept when the resume failed: a retry resumes again)
+      } else {
         begin(model, stop);
-      (callbacks::hooks::begin(callbacks, this->info_), ...);
-      while (this->pos_.step < this->pos_.total_steps) {
-        const double loss = advance(model, this->parameters(model, "step"), next_batch());
-        bool stop_asked = false;
-        const StepInfo s{this->pos_.step - 1, loss, this->pos_.learning_rate};
-        ((stop_asked |= callbacks::hooks::step(callbacks, s)), ...);
-        if (this->pos_.round_ended) ((stop_asked |= callbacks::hooks::round(callbacks, last_round())), ...);
-        if (stop_asked) request_stop();
-        if (this->pos_.round_ended && stop_agreed()) {
-          this->recorder_.stopped_early();
-          break;
+      }
+      try {
+        (callbacks::hooks::begin(callbacks, this->info_), ...);
+        // A run resumed from the round end where its stop was agreed stops there, as it did.
+        bool stopping = this->pos_.round_ended && stop_agreed();
+        while (!stopping && this->pos_.step < this->pos_.total_steps) {
+          const double loss = advance(model, this->parameters(model, "step"), next_batch());
+          bool stop_asked = false;
+          const StepInfo s{this->pos_.step - 1, loss, this->pos_.learning_rate};
+          ((stop_asked |= callbacks::hooks::step(callbacks, s)), ...);
+          if (this->pos_.round_ended) ((stop_asked |= callbacks::hooks::round(callbacks, last_round())), ...);
+          if (stop_asked) request_stop();
+          // Late hooks see the round with every vote of its hooks recorded (a checkpoint saves them).
+          if (this->pos_.round_ended) (callbacks::hooks::after_round(callbacks, last_round()), ...);
+          stopping = this->pos_.round_ended && stop_agreed();
         }
+        if (stopping) this->recorder_.stopped_early();
+      } catch (...) {  // a callback's failure (a checkpoint that cannot be written) ends the run
+        this->abandon();
+        throw;
       }
       const std::size_t closed = this->recorder_.closed();
       Report report = finish(model);
@@ -200,10 +209,16 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
 
   /// Ends the run: finishes a partial round, waits for communication in flight and leaves the
   /// consensus model (the same on every worker) in `model`. Returns this worker's report.
+  /// A failure here (a NonFiniteError of the final average) ends the run all the same.
   Report finish(Model& model) {
     auto x = this->parameters(model, "finish");
-    this->close_partial_round();
-    self().finish_run(x);
+    try {
+      this->close_partial_round();
+      self().finish_run(x);
+    } catch (...) {
+      this->abandon();
+      throw;
+    }
     return this->end_run();
   }
 

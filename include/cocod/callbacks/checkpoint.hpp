@@ -37,7 +37,8 @@ class Checkpoint {
   }
 
   void on_begin(const RunInfo&) { last_ = Clock::now(); }
-  void on_round(const RoundStats& r) {
+  /// (after every callback's on_round, so that their stop votes are in the checkpoint)
+  void after_round(const RoundStats& r) {
     if (r.steps != r.period) return;  // a last, partial round: the run is over
     if (every_.seconds > 0.0 && optimizer_.communicator().rank() == 0 &&
         std::chrono::duration<double>(Clock::now() - last_).count() >= every_.seconds) {

@@ -12,7 +12,7 @@ namespace cocod::callbacks {
 /// Logs every round to a CSV file. By default only rank 0 writes; with every_rank = true each
 /// worker writes its own file, "{rank}" in the path replaced by its rank (or ".rank<r>" added).
 /// Columns: algorithm,rank,round,first_step,steps,period,batch_size,epoch,learning_rate,loss,
-/// consensus_loss,compute_s,comm_s,wait_s,round_s. A write that fails (a full disk) throws
+/// consensus_loss,compute_s,comm_s,wait_s,round_s,skipped. A write that fails (a full disk) throws
 /// std::runtime_error naming the file at the run's end.
 class CsvLogger {
  public:

@@ -43,6 +43,12 @@ bool round(C& c, const RoundStats& s) {
     c.on_round(s);
   return false;
 }
+/// after_round(const RoundStats&): after every callback's on_round and the stop votes they
+/// asked for (callbacks::Checkpoint saves there, so that a checkpoint holds those votes).
+template <class C>
+void after_round(C& c, const RoundStats& s) {
+  if constexpr (requires { c.after_round(s); }) c.after_round(s);
+}
 template <class C>
 void end(C& c, const Report& r) {
   if constexpr (requires { c.on_end(r); }) c.on_end(r);

@@ -224,6 +224,16 @@ class Checkpoints {
     if (ec) throw CheckpointError("cocod: checkpoint folder " + folder.string() + " cannot be created: " + ec.message());
   }
 
+  /// Withdraws a folder's manifest, if it has one, before its files are replaced.
+  static void retract(const std::filesystem::path& folder) {
+    std::error_code ec;
+    const auto manifest = folder / "MANIFEST";
+    if (!std::filesystem::exists(manifest, ec)) return;
+    if (!std::filesystem::remove(manifest, ec) && ec)
+      throw CheckpointError("cocod: checkpoint manifest " + manifest.string() + " cannot be removed: " + ec.message());
+    sync_folder(folder);
+  }
+
   /// Completes a checkpoint: writes its manifest (atomically), then removes what is older than
   /// the newest `keep` complete checkpoints, and folders that were never completed before it.
   void commit(const CheckpointInfo& info) const {
@@ -261,19 +271,25 @@ class Checkpoints {
     std::sort(out.begin(), out.end());
     return out;
   }
-  void prune(std::size_t newest) const {
-    const auto all = folders();
-    std::size_t kept = 0;
-    for (auto it = all.rbegin(); it != all.rend(); ++it) {
-      if (it->first > newest) continue;  // a later run's leftovers: not ours to judge
-      const bool whole = std::filesystem::exists(it->second / "MANIFEST");
-      if (whole && kept < keep_) {
-        ++kept;
-        continue;
+  // Keeps the newest `keep` complete checkpoints up to `newest`; removes the older ones, folders
+  // never completed, and any of a later round: those belong to a run that this one replaced
+  // (resumed from an earlier checkpoint, or started anew), and must not be resumed instead of
+  // it. Errors are ignored: the new checkpoint is complete whatever is left over.
+  void prune(std::size_t newest) const noexcept {
+    try {
+      const auto all = folders();
+      std::size_t kept = 0;
+      for (auto it = all.rbegin(); it != all.rend(); ++it) {
+        std::error_code ec;
+        const bool whole = std::filesystem::exists(it->second / "MANIFEST", ec);
+        if (it->first <= newest && whole && kept < keep_) {
+          ++kept;
+          continue;
+        }
+        if (whole) std::filesystem::remove(it->second / "MANIFEST", ec);  // incomplete first, then gone
+        std::filesystem::remove_all(it->second, ec);
       }
-      if (whole) std::filesystem::remove(it->second / "MANIFEST");  // incomplete first, then gone
-      std::error_code ec;
-      std::filesystem::remove_all(it->second, ec);
+    } catch (...) {
     }
   }
   static void sync_folder(const std::filesystem::path& folder) {

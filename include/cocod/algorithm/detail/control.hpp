@@ -112,7 +112,8 @@ class ControlSlots {
 
   /// Fills the own slots of the staging (the extra ones are the schedule's); returns the tag.
   ControlTag write(double weight, bool measured, std::size_t rank, std::size_t step) noexcept {
-    staging_[0] = s_.ready_round == npos ? T(0) : static_cast<T>(weight * s_.ready_loss);
+    // (a worker that withholds its contribution sends no loss either: it may be the NaN)
+    staging_[0] = s_.ready_round == npos || (guard_ > 0 && s_.found != 0) ? T(0) : static_cast<T>(weight * s_.ready_loss);
     staging_[1] = s_.vote ? T(1) : T(0);
     staging_[2] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
     T* steps = staging_.data() + own;
@@ -123,7 +124,7 @@ class ControlSlots {
       std::fill(g, g + guard_slots(), T(0));
       if (s_.found != 0) {
         g[rank] = static_cast<T>(s_.found);
-        g[guard_ + rank] = static_cast<T>(s_.found_step + 1);
+        g[guard_ + rank] = static_cast<T>((s_.found_step & step_mask) + 1);  // exact in a float
         s_.found = 0;  // reported
       } else {
         g[2 * guard_] = static_cast<T>(weight);
@@ -156,6 +157,8 @@ class ControlSlots {
       } else {
         s_.clean = 0;
         kept_weight_ = static_cast<double>(g[2 * guard_]);
+        // the consensus loss of the workers that sent one
+        if (tag.loss_round != npos) s_.consensus_loss = kept_weight_ > 0.0 ? s_.consensus_loss / kept_weight_ : s_.consensus_loss;
       }
     }
   }

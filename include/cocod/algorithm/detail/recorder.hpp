@@ -90,9 +90,10 @@ class Recorder {
     close(current_);
     current_.round_s = seconds(comm::Clock::now() - round_start_);
     auto& rounds = report_.rounds;
-    if (keep_ > 0 && rounds.size() == 2 * keep_) {  // drop the oldest half: amortized, no allocation
-      rounds.erase(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(keep_));
-      report_.rounds_dropped += keep_;
+    if (keep_ > 0 && rounds.size() >= 2 * keep_) {  // drop the oldest half: amortized, no allocation
+      const std::size_t drop = rounds.size() - keep_;
+      rounds.erase(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(drop));
+      report_.rounds_dropped += drop;
     }
     rounds.push_back(current_);
     return rounds.back();

@@ -131,19 +131,21 @@ class Run {
   /// row). `replaced`: this worker's model was replaced by a consensus, so a worker that
   /// withheld its own forgets its momentum and its finding.
   void non_finite(bool replaced) {
-    if (replaced && withheld_here_) {
+    // A worker whose state was replaced forgets its momentum when that state held a NaN: its
+    // own contribution was withheld, or it has found one since.
+    if (replaced && (withheld_here_ || control_.found())) {
       if constexpr (requires { update_state_.reset(); }) update_state_.reset();
     }
     if (replaced) control_.forget();
     if (options_.non_finite == NonFinite::raise)
       non_finite_error(replaced ? " the model is left at the consensus of the finite contributions"
                                 : " the model is left as it was before that update");
-    control_.clear_withheld();
     recorder_.skipped();
     const std::size_t skips = control_.skipped();
     if (skips >= options_.max_skips)
       non_finite_error(" " + std::to_string(skips) + " reductions in a row were skipped (Options::max_skips = " +
                        std::to_string(options_.max_skips) + ")");
+    control_.clear_withheld();
   }
   /// "cocod: a NaN or an infinity reached round R (step S): rank 1 had a non-finite loss at step
   /// 37, withheld from the reduction;" + `then`.
@@ -300,6 +302,18 @@ class Run {
     CheckpointInfo c{store.folder(pos_.round), info_.algorithm, pos_.round, pos_.step, comm_.size(), {}};
     std::vector<double> table(2 * n, 0.0);  // per worker: file size, CRC-32
     std::string error;
+    // A manifest already in this round's folder (a second save at one boundary, an older run in
+    // the directory) would vouch for files about to be replaced: it goes first, and nobody
+    // writes before it is gone.
+    if (rank == 0) {
+      try {
+        Checkpoints::retract(c.folder);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    std::vector<double> none;
+    agree_on_failure<CheckpointError>(comm_, error, none);
     try {
       const std::vector<std::byte> data = bytes();
       Checkpoints::make_folder(c.folder);
@@ -308,6 +322,8 @@ class Run {
       table[n + rank] = static_cast<double>(checkpoint::crc32(data));
     } catch (const std::exception& e) {
       error = e.what();
+    } catch (...) {
+      error = "cocod: checkpoint " + c.folder.string() + ": this worker's state could not be saved (an exception of unknown type)";
     }
     agree_on_failure<CheckpointError>(comm_, error, table);
     for (std::size_t j = 0; j < n; ++j)
@@ -320,7 +336,6 @@ class Run {
         error = e.what();
       }
     }
-    std::vector<double> none;
     agree_on_failure<CheckpointError>(comm_, error, none);  // nobody goes on before the manifest is there
   }
 
@@ -356,6 +371,8 @@ class Run {
       f();
     } catch (const std::exception& e) {
       error = e.what();
+    } catch (...) {
+      error = "cocod: resuming failed on this worker (an exception of unknown type)";
     }
     std::vector<double> none;
     try {
