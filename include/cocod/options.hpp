@@ -35,7 +35,7 @@ enum class NonFinite { raise, skip, off };
 /// | speeds         | relative worker speeds (> 0), one per worker; empty = all equal| {}      |
 /// | seed           | seed of the batch sampling; same seed = bitwise same run       | 0       |
 /// | non_finite     | what a NaN or infinity in a loss, a gradient or the parameters | raise   |
-/// |                | does: NonFinite::raise, ::skip or ::off (docs/reliability.md)  |         |
+/// |                | does: raise, skip or off (enum NonFinite, docs/reliability.md) |         |
 /// | max_skips      | with NonFinite::skip, skips in a row before it raises          | 3       |
 /// | report_rounds  | rounds kept in Report::rounds, the latest (0: all); callbacks  | 65536   |
 /// |                | still see every round, and the medians are the kept rounds'    |         |

@@ -32,13 +32,13 @@ namespace cocod {
 
 /// One complete checkpoint as its manifest describes it.
 struct CheckpointInfo {
-  std::filesystem::path folder;  ///< round-<round>/ in the directory
+  std::filesystem::path folder;  ///< the folder round-NNNNNNNNNNNN in the directory
   std::string algorithm;         ///< the algorithm that wrote it
   std::size_t round = 0;         ///< rounds completed when it was taken
   std::size_t step = 0;          ///< steps taken when it was taken
   int workers = 0;               ///< workers that wrote it, one file each
   struct File {
-    std::string name;            ///< worker-<rank>.ckpt
+    std::string name;            ///< worker-R.ckpt, R the rank
     std::uint64_t size = 0;      ///< bytes
     std::uint32_t crc = 0;       ///< CRC-32 of the whole file
   };
