@@ -628,3 +628,29 @@ TEST_CASE("saving twice at one round end, and over a later checkpoint of another
   const auto info = *store.latest();
   for (int r = 0; r < workers; ++r) CHECK_NOTHROW((void)cocod::Checkpoints::read_file(info, r));
 }
+
+TEST_CASE("a checkpointed adaptive window whose pending plan has period 0 is refused") {
+  cocod::schedule::Window<cocod::schedule::Adaptive<>> window;
+  window.start(2);
+  cocod::checkpoint::FieldWriter f;
+  f.value("compute_s", 0.0);
+  f.value("samples", 0.0);
+  f.value("comm_s", 0.0);
+  f.value("collectives", std::size_t{0});
+  f.value("ready_sample_s", 0.0);
+  f.value("ready_collective_s", 0.0);
+  f.value("ready", false);
+  f.value("pending", true);
+  f.value("plan_period", std::size_t{0});
+  f.value("plan_batch_size", std::size_t{4});
+  f.values("measured", std::span<const double>(std::vector<double>(4, 0.0)));
+  cocod::checkpoint::FileWriter w;
+  w.section("header", cocod::checkpoint::FieldWriter{});
+  w.section("window", f);
+  const auto bytes = std::move(w).finish();
+  const cocod::checkpoint::FileReader file(bytes, "crafted");
+  cocod::detail::LoadArchive a(file);
+  a.begin("window");
+  CHECK_THROWS_WITH_AS(window.serialize(a), doctest::Contains("section 'window' field 'plan_period' and plan_batch_size are not a plan"),
+                       cocod::CheckpointError);
+}

@@ -60,8 +60,19 @@ inline constexpr std::size_t max_name = 64;
   return crc32(std::as_bytes(std::span<const char>(s.data(), s.size())), crc);
 }
 
+/// Bytes appended in order: what both writers below are made of.
+class ByteWriter {
+ protected:
+  template <class I>
+  void put(I v) {
+    append(std::as_bytes(std::span<const I>(&v, 1)));
+  }
+  void append(std::span<const std::byte> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  std::vector<std::byte> out_;
+};
+
 /// The fields of one section, appended in order.
-class FieldWriter {
+class FieldWriter : ByteWriter {
  public:
   /// A field of raw bytes.
   void bytes(std::string_view name, std::span<const std::byte> data) {
@@ -86,13 +97,6 @@ class FieldWriter {
   }
   [[nodiscard]] const std::vector<std::byte>& data() const noexcept { return out_; }
 
- private:
-  template <class I>
-  void put(I v) {
-    append(std::as_bytes(std::span<const I>(&v, 1)));
-  }
-  void append(std::span<const std::byte> b) { out_.insert(out_.end(), b.begin(), b.end()); }
-  std::vector<std::byte> out_;
 };
 
 /// Reads the fields of one section in the order they were written; every mismatch (a name that
@@ -171,10 +175,11 @@ class FieldReader {
   std::string file_, section_;
 };
 
-/// A whole file: sections appended in order, then data() (which closes it with "end").
-class FileWriter {
+/// A whole file: sections appended in order, then finish() (which closes it with "end").
+class FileWriter : ByteWriter {
  public:
-  FileWriter() : out_(magic.size()) {
+  FileWriter() {
+    out_.resize(magic.size());
     std::memcpy(out_.data(), magic.data(), magic.size());
     put(format_version);
   }
@@ -192,13 +197,6 @@ class FileWriter {
     return std::move(out_);
   }
 
- private:
-  template <class I>
-  void put(I v) {
-    append(std::as_bytes(std::span<const I>(&v, 1)));
-  }
-  void append(std::span<const std::byte> b) { out_.insert(out_.end(), b.begin(), b.end()); }
-  std::vector<std::byte> out_;
 };
 
 /// The sections of a file, checked: the magic, the version, every length within the file, every
@@ -241,11 +239,6 @@ class FileReader {
     for (const auto& s : sections_)
       if (s.name == name) return FieldReader(s.payload, file_, s.name);
     fail("has no section '" + std::string(name) + "'");
-  }
-  [[nodiscard]] bool has(std::string_view name) const noexcept {
-    for (const auto& s : sections_)
-      if (s.name == name) return true;
-    return false;
   }
   [[nodiscard]] const std::vector<Section>& sections() const noexcept { return sections_; }
   [[nodiscard]] const std::string& file() const noexcept { return file_; }

@@ -103,7 +103,6 @@ class Recorder {
 
   /// Run state: the report so far (the clock restarts with the run).
   [[nodiscard]] const Report& report() const noexcept { return report_; }
-  void restore(Report report) { report_ = std::move(report); }
   /// The report so far, for a checkpoint (between rounds). Restoring keeps the room reserve()
   /// made, so the rest of the run still allocates nothing.
   template <class Archive>
