@@ -12,6 +12,8 @@
 #include "cocod/model/function_model.hpp"
 
 #include "cocod/backend/backend.hpp"
+#include "cocod/compress/format.hpp"
+#include "cocod/compress/codec.hpp"
 #include "cocod/data/sampler.hpp"
 #include "cocod/update/sgd.hpp"
 #include "cocod/schedule/learning_rate.hpp"
@@ -41,3 +43,4 @@
 #include "cocod/algorithm/sync_sgd.hpp"
 #include "cocod/algorithm/local_sgd.hpp"
 #include "cocod/algorithm/pipe_sgd.hpp"
+#include "cocod/algorithm/overlap_local_sgd.hpp"

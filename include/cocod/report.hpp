@@ -46,6 +46,9 @@ struct RoundStats {
   /// Reductions of the round skipped because a worker withheld a non-finite contribution
   /// (NonFinite::skip).
   std::size_t skipped = 0;
+  /// Bytes this worker sent in the round's collectives, as the schedule they run sends them
+  /// (a ring all-reduce: 2 (N - 1) / N of the buffer; a compressed exchange: its encoded blocks).
+  double bytes_sent = 0.0;
 };
 
 /// The result of a run on one worker.

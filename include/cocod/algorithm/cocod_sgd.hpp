@@ -14,6 +14,11 @@ namespace cocod {
 ///
 /// Memory beyond the model: anchor a_i, send buffer s_i, gradient, momentum if used.
 ///
+/// The family's options (docs/algorithm.md) change the round end, each with its own rule:
+/// Options::outer moves an outer model z with the one-round-stale average,
+/// x_i += z' - a_i; Options::compress sends deviations from z with error feedback;
+/// Options::fragments = F exchanges one of F slices per round, merged by add-back or lerp.
+///
 /// \tparam Model    a cocod::Model.
 /// \tparam Comm     a cocod::comm::Communicator (comm::Local, comm::Threads, comm::Throttled<...>).
 /// \tparam Schedule decides k, M_i and the learning rate (schedule::Fixed<lr::...>).
@@ -29,19 +34,37 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   using Base::Base;
 
  private:
+  static constexpr detail::Accepts accepts{.outer = true, .compress = true, .fragments = true};
+
   void allocate(std::size_t n) {
+    const Options& o = this->options_;
+    if (o.fragments > n)
+      invalid_setting("cocod::Options", "fragments", "must be at most the parameter count (" + std::to_string(n) + ")", o.fragments);
     anchor_.resize(n);
     gradient_.resize(n);
-    this->prepare(send_, n);
+    fragments_ = detail::Fragments{n, o.fragments};
+    this->prepare(send_, fragments_.capacity());
+    family_ = o.outer.has_value() || o.compress != Compression::none || o.fragments > 1;
+    if (family_) outer_.allocate(n, o.outer, o.fragments);
+    if (o.compress != Compression::none)
+      send_.compress(o.compress, o.compress_block, this->comm_.size(), this->comm_.rank(), n, o.fragments);
   }
   void start(Span x) {
     copy(B{}, anchor_.span(), x);
-    scale(B{}, send_.model(), x, this->weight());
     needs_post_ = true;
+    if (!family_) {
+      scale(B{}, send_.model(), x, this->weight());
+      return;
+    }
+    outer_.start(x);
+    snapshot_fragment(x, 0);
   }
   double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
     if (needs_post_) {  // at the start of a round, after the callbacks voted
-      this->post(send_);
+      if (family_)
+        this->post(send_, outer_.z(fragments_.begin(posted_), fragments_.size(posted_)), fragments_.begin(posted_), posted_);
+      else
+        this->post(send_);
       needs_post_ = false;
     }
     const double loss = this->gradient(model, batch, gradient_.span());
@@ -51,13 +74,23 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   void end_round(Span x) {
     this->await(send_);
     needs_post_ = true;
+    if (family_) return merge_fragment(x);
     if (this->withheld()) return restart_from_finite(x);
     round_end(B{}, x, anchor_.span(), send_.model(), this->weight());
   }
   void finish_run(Span x) {
     needs_post_ = false;
-    if (this->await(send_) && this->withheld()) restart_from_finite(x);  // (raise: throws here)
-    this->average(x, send_);
+    if (this->await(send_) && this->withheld()) {  // (raise: throws here)
+      if (family_)
+        merge_fragment(x);
+      else
+        restart_from_finite(x);
+    }
+    if (fragments_.count == 1) return this->average(x, send_);
+    for (std::size_t f = 0; f < fragments_.count; ++f) {  // the consensus, a fragment at a time
+      send_.use(fragments_.size(f));
+      this->average(x.subspan(fragments_.begin(f), fragments_.size(f)), send_);
+    }
   }
   // A worker withheld its anchor from the average just awaited: every worker restarts from the
   // consensus of the finite anchors (x = a = xbar / W, s = w x), then as the policy says.
@@ -68,12 +101,54 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
     scale(B{}, send_.model(), x, this->weight());
     this->non_finite(true);
   }
+  // The family's round end for the fragment that landed (all of the model when F = 1):
+  //   z' = outer(z, z - abar) (no outer optimizer: z' = abar);  x += z' - a  (add-back) or
+  //   x = (1 - alpha) z' + alpha x  (lerp);  then the next fragment's snapshot a = x, s = w x.
+  void merge_fragment(Span x) {
+    const std::size_t f = posted_, lo = fragments_.begin(f), n = fragments_.size(f);
+    Span xs = x.subspan(lo, n), as = anchor_.span().subspan(lo, n), abar = send_.model();
+    if (this->withheld()) {  // z = x = a = the consensus of the finite contributions
+      if (send_.compressed())
+        this->keep_finite(abar, outer_.z(lo, n));
+      else
+        this->keep_finite(abar);
+      copy(B{}, outer_.z(lo, n), abar);
+      if (this->withheld_here_) {  // its own state held the NaN: all of it starts again from z
+        copy(B{}, x, outer_.z());
+        copy(B{}, anchor_.span(), x);
+      } else {
+        copy(B{}, xs, abar);
+        copy(B{}, as, xs);
+      }
+      this->non_finite(true);
+    } else {
+      outer_.step(lo, abar, f);
+      if (this->options_.fragment_merge == FragmentMerge::lerp && fragments_.count > 1)
+        lerp(B{}, xs, outer_.z(lo, n), static_cast<T>(this->options_.fragment_alpha));
+      else
+        add_back(B{}, xs, as, outer_.z(lo, n));
+    }
+    snapshot_fragment(x, (f + 1) % fragments_.count);
+  }
+  // Fragment f's snapshot, posted at the next round's start: a^f = x^f, s = w x^f.
+  void snapshot_fragment(Span x, std::size_t f) {
+    posted_ = f;
+    const std::size_t lo = fragments_.begin(f), n = fragments_.size(f);
+    send_.use(n);
+    snapshot(B{}, anchor_.span().subspan(lo, n), send_.model(), x.subspan(lo, n), this->weight());
+  }
   // Between rounds the next all-reduce is not posted yet: the anchor and the send buffer (an
   // exchange, saved by the run) hold the round's state.
   template <class Archive>
   void serialize(Archive& a) {
     a("anchor", anchor_);
     a("needs_post", needs_post_);
+    if (family_) {
+      outer_.serialize(a);
+      a("fragment", posted_);
+      if constexpr (!Archive::saving)
+        if (posted_ >= fragments_.count) a.fail("fragment", "is not a fragment of this run (corrupt)");
+    }
     if constexpr (!Archive::saving)
       if (send_.in_flight())
         a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
@@ -81,7 +156,11 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   }
 
   backend::buffer<B, T> anchor_, gradient_;
-  Exchange send_;  // s_i
+  Exchange send_;  // s_i (of the fragment posted next)
+  detail::OuterModel<B, T> outer_;  // z, with an outer optimizer, compression or fragments
+  detail::Fragments fragments_{};
+  std::size_t posted_ = 0;  // the fragment of the exchange posted next or in flight
+  bool family_ = false;
   bool needs_post_ = false;
 };
 

@@ -72,7 +72,11 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   /// Validates options and schedule (std::invalid_argument naming the field) against the
   /// communicator's size.
   Trainer(Comm comm, Options options, Schedule schedule = {}, Update update = {})
-      : Run(std::move(comm), std::move(options), std::move(schedule), std::move(update)) {}
+      : Run(std::move(comm), std::move(options), std::move(schedule), std::move(update)) {
+    detail::Accepts accepts{};
+    if constexpr (requires { Derived::accepts; }) accepts = Derived::accepts;
+    this->check_family(Derived::name, accepts);
+  }
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 

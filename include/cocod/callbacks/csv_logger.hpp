@@ -12,7 +12,7 @@ namespace cocod::callbacks {
 /// Logs every round to a CSV file. By default only rank 0 writes; with every_rank = true each
 /// worker writes its own file, "{rank}" in the path replaced by its rank (or ".rank<r>" added).
 /// Columns: algorithm,rank,round,first_step,steps,period,batch_size,epoch,learning_rate,loss,
-/// consensus_loss,compute_s,comm_s,wait_s,round_s,skipped. A write that fails (a full disk) throws
+/// consensus_loss,compute_s,comm_s,wait_s,round_s,skipped,bytes_sent. A write that fails (a full disk) throws
 /// std::runtime_error naming the file at the run's end.
 class CsvLogger {
  public:
@@ -35,15 +35,15 @@ class CsvLogger {
     if (!out_) throw std::runtime_error("cocod::callbacks::CsvLogger: cannot open '" + path + "' for writing");
     opened_ = path;
     out_ << "algorithm,rank,round,first_step,steps,period,batch_size,epoch,learning_rate,loss,consensus_loss,"
-            "compute_s,comm_s,wait_s,round_s,skipped\n";
+            "compute_s,comm_s,wait_s,round_s,skipped,bytes_sent\n";
   }
   void on_round(const RoundStats& s) {
     if (!out_.is_open()) return;
     char line[512];
-    std::snprintf(line, sizeof line, "%s,%d,%zu,%zu,%zu,%zu,%zu,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%zu\n",
+    std::snprintf(line, sizeof line, "%s,%d,%zu,%zu,%zu,%zu,%zu,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%zu,%.0f\n",
                   algorithm_.c_str(), rank_, s.round, s.first_step, s.steps, s.period, s.batch_size, s.epoch,
                   s.learning_rate, s.loss, s.consensus_loss, s.compute_s, s.comm_s, s.wait_s,
-                  s.round_s, s.skipped);
+                  s.round_s, s.skipped, s.bytes_sent);
     out_ << line;
   }
   void on_end(const Report&) {

@@ -46,6 +46,10 @@ struct Header {
   mix(&speeds, sizeof speeds);
   for (const double s : o.speeds) mix(&s, sizeof s);
   mix(&o.seed, sizeof o.seed);
+  if (o.outer || o.compress != Compression::none || o.fragments != 1) {  // (the plain algorithms' fingerprint is unchanged)
+    const std::string family = o.family();
+    mix(family.data(), family.size());
+  }
   return h;
 }
 
@@ -70,6 +74,7 @@ inline void write_header(FileWriter& file, const Header& h, const Options& o) {
   opts.value("batch_size", static_cast<std::uint64_t>(o.batch_size));
   opts.values("speeds", std::span<const double>(o.speeds));
   opts.value("seed", o.seed);
+  opts.text("family", o.family());
   file.section("options", opts);
 }
 
@@ -89,7 +94,8 @@ inline void write_header(FileWriter& file, const Header& h, const Options& o) {
   return h;
 }
 
-[[nodiscard]] inline Options read_options(const FileReader& file) {
+/// The options a file was saved with; `family` receives their Options::family() line.
+[[nodiscard]] inline Options read_options(const FileReader& file, std::string* family = nullptr) {
   auto f = file.fields("options");
   Options o;
   o.learning_rate = f.value<double>("learning_rate");
@@ -100,6 +106,8 @@ inline void write_header(FileWriter& file, const Header& h, const Options& o) {
   o.batch_size = static_cast<std::size_t>(f.value<std::uint64_t>("batch_size"));
   o.speeds = f.values<double>("speeds");
   o.seed = f.value<std::uint64_t>("seed");
+  const std::string saved_family = f.text("family");
+  if (family) *family = saved_family;
   f.finish();
   return o;
 }
@@ -121,7 +129,8 @@ inline void check_fits(const FileReader& file, const Header& found, const Header
               ", this run: " + std::to_string(run.workers) +
               "); to continue from its consensus model with the new number, resume with workers_may_change = true");
   if (found.fingerprint != run.fingerprint) {
-    const Options saved = read_options(file);
+    std::string family;
+    const Options saved = read_options(file, &family);
     auto num = [](double v) {
       char b[32];
       std::snprintf(b, sizeof b, "%.17g", v);
@@ -135,6 +144,7 @@ inline void check_fits(const FileReader& file, const Header& found, const Header
     if (saved.batch_size != options.batch_size)
       differs("Options::batch_size", std::to_string(saved.batch_size), std::to_string(options.batch_size));
     if (saved.seed != options.seed) differs("Options::seed", std::to_string(saved.seed), std::to_string(options.seed));
+    if (family != options.family()) differs("Options (outer, compress, fragments, pull)", family, options.family());
     // Speeds are one per worker: with a new number of workers they are new.
     const bool elastic = any_workers && found.workers != run.workers;
     if (saved.speeds != options.speeds && !elastic)

@@ -55,9 +55,10 @@ class Recorder {
     current_.compute_s += seconds(t1 - t0) - (current_.wait_s - waited_before);
     if (lane_) lane_->record(trace::Kind::step, index, t0, t1);
   }
-  /// A blocking collective from t0 to t1: communication, all of it waited.
-  void blocking(std::size_t index, time_point t0, time_point t1) {
+  /// A blocking collective from t0 to t1 that sent `bytes`: communication, all of it waited.
+  void blocking(std::size_t index, time_point t0, time_point t1, double bytes) {
     const double s = seconds(t1 - t0);
+    current_.bytes_sent += bytes;
     current_.comm_s += s;
     current_.wait_s += s;
     ++collectives_;
@@ -66,8 +67,9 @@ class Recorder {
       lane_->record(trace::Kind::wait, index, t0, t1);
     }
   }
-  /// A collective posted at `posted`, completed at `done`, waited for from t0 to t1.
-  void awaited(std::size_t index, time_point posted, time_point done, time_point t0, time_point t1) {
+  /// A collective posted at `posted`, completed at `done`, waited for from t0 to t1, that sent `bytes`.
+  void awaited(std::size_t index, time_point posted, time_point done, time_point t0, time_point t1, double bytes) {
+    current_.bytes_sent += bytes;
     current_.wait_s += seconds(t1 - t0);
     current_.comm_s += seconds(done - posted);
     ++collectives_;
@@ -107,7 +109,7 @@ class Recorder {
   /// made, so the rest of the run still allocates nothing.
   template <class Archive>
   void serialize(Archive& a) {
-    static_assert(sizeof(RoundStats) == 15 * 8, "RoundStats changed: update the checkpoint format");
+    static_assert(sizeof(RoundStats) == 16 * 8, "RoundStats changed: update the checkpoint format");
     if constexpr (Archive::saving) {
       a("rounds", report_.rounds);
     } else {

@@ -20,6 +20,7 @@
 #include "cocod/algorithm/detail/archive.hpp"
 #include "cocod/algorithm/detail/control.hpp"
 #include "cocod/algorithm/detail/exchange.hpp"
+#include "cocod/algorithm/detail/outer.hpp"
 #include "cocod/algorithm/detail/recorder.hpp"
 #include "cocod/algorithm/detail/run_checks.hpp"
 #include "cocod/backend/backend.hpp"
@@ -40,6 +41,11 @@ struct Position {
   double loss_sum = 0.0;          ///< this worker's losses in the current round
   double learning_rate = 0.0;     ///< of the latest step
   bool round_ended = false;       ///< the latest step ended a round
+};
+
+/// Which of the family's options an algorithm takes (Options::outer, compress, fragments).
+struct Accepts {
+  bool outer = false, compress = false, fragments = false;
 };
 
 template <class Model, class Comm, class Schedule, class Update>
@@ -64,6 +70,25 @@ class Run {
   }
   ~Run() = default;
 
+  /// Refuses (std::invalid_argument naming the field) the family's options that algorithm
+  /// `name` does not take, and compression on a communicator without byte collectives.
+  void check_family(const char* name, Accepts a) const {
+    const std::string algorithm = name;
+    if (options_.outer && !a.outer)
+      invalid_setting("cocod::Options", "outer", "applies to Local-SGD and CoCoD-SGD, not to " + algorithm, "an outer optimizer");
+    if (options_.compress != Compression::none && !a.compress)
+      invalid_setting("cocod::Options", "compress",
+                      "applies to the model-averaging algorithms (Local-SGD, CoCoD-SGD, Overlap-Local-SGD), not to " + algorithm,
+                      compress::name(options_.compress));
+    if (options_.compress != Compression::none && !HasByteCollectives<CommImpl>)
+      invalid_setting("cocod::Options", "compress",
+                      "needs a communicator with byte collectives (all_to_all_async, all_gather_async: comm::Local, "
+                      "Threads, Throttled and Mpi have them)",
+                      compress::name(options_.compress));
+    if (options_.fragments != 1 && !a.fragments)
+      invalid_setting("cocod::Options", "fragments", "other than 1 applies to CoCoD-SGD, not to " + algorithm, options_.fragments);
+  }
+
   // ---- what an algorithm does ----------------------------------------------------------------
 
   /// The model's gradient at its current parameters, into g; returns the mean loss.
@@ -81,37 +106,54 @@ class Run {
     e.resize(n, control_.size());
     exchanges_.push_back(&e);
   }
-  /// Posts e's non-blocking all-reduce, its control slots filled.
-  void post(Exchange& e) {
+  /// Posts e's non-blocking all-reduce, its control slots filled. A compressed exchange (one
+  /// that compress() set up) sends the model part's deviation from `reference`, the piece of the
+  /// outer model z at `offset` (fragment `fragment`) that every worker holds.
+  void post(Exchange& e, Span reference = {}, std::size_t offset = 0, std::size_t fragment = 0) {
     check_idle(e, "post");
-    e.post(comm_, write_control(e));
+    const ControlTag tag = write_control(e);
+    if (e.compressed())
+      e.post_compressed(comm_, tag, reference, weight(), offset, fragment);
+    else
+      e.post(comm_, tag);
   }
   /// Waits for e's all-reduce if one is in flight; returns whether one was.
   bool await(Exchange& e) {
     if (!e.in_flight()) return false;
     const auto c = e.wait();
-    recorder_.awaited(pos_.step, c.posted, c.done, c.t0, c.t1);
+    recorder_.awaited(pos_.step, c.posted, c.done, c.t0, c.t1, e.bytes_sent());
     read_control(e, c.tag);
     return true;
   }
-  /// e's all-reduce, blocking.
-  void reduce(Exchange& e) {
+  /// e's all-reduce, blocking (compressed as post() says, `exact`: never).
+  void reduce(Exchange& e, Span reference = {}, std::size_t offset = 0, std::size_t fragment = 0, bool exact = false) {
     check_idle(e, "reduce");
     const ControlTag tag = write_control(e);
     const auto t0 = comm::Clock::now();
-    comm_.all_reduce(e.span());
-    recorder_.blocking(pos_.step, t0, comm::Clock::now());
+    if (e.compressed() && !exact) {
+      e.post_compressed(comm_, tag, reference, weight(), offset, fragment);
+      e.wait();
+    } else {
+      comm_.all_reduce(e.span());
+    }
+    recorder_.blocking(pos_.step, t0, comm::Clock::now(),
+                       e.compressed() && !exact ? e.bytes_sent() : ring_bytes(e.span().size()));
     read_control(e, tag);
   }
   /// The consensus x = sum_j w_j x_j, through e, blocking. When a worker withheld a
   /// non-finite contribution: the consensus of the others, then as non_finite() says.
   void average(Span x, Exchange& e) {
     scale(B{}, e.model(), x, weight());
-    reduce(e);
+    reduce(e, {}, 0, 0, true);
     const bool incomplete = withheld();
     if (incomplete) keep_finite(e.model());
     copy(B{}, x, e.model());
     if (incomplete) non_finite(true);
+  }
+  /// Bytes a ring all-reduce of n scalars sends per worker: 2 (N - 1) / N of the buffer.
+  [[nodiscard]] double ring_bytes(std::size_t n) const noexcept {
+    const double N = comm_.size();
+    return N <= 1 ? 0.0 : 2.0 * (N - 1.0) / N * static_cast<double>(n * sizeof(T));
   }
 
   // ---- non-finite values (Options::non_finite) --------------------------------------------
@@ -125,6 +167,14 @@ class Run {
     if (!(control_.kept_weight() > 0.0))  // whatever the policy: nothing finite to continue from
       non_finite_error(" every worker's contribution was non-finite, so no finite consensus is left");
     scale(B{}, s, s, static_cast<T>(1.0 / control_.kept_weight()));
+  }
+  /// The same for a compressed exchange, whose result is z + sum of the kept deviations:
+  /// s = z + (s - z) / W, the kept workers' weighted average.
+  void keep_finite(Span s, Span reference) {
+    if (!(control_.kept_weight() > 0.0))
+      non_finite_error(" every worker's contribution was non-finite, so no finite consensus is left");
+    const auto W = static_cast<T>(control_.kept_weight());
+    lerp(B{}, s, reference, T(1) / W);  // (1 - 1/W) z + s / W
   }
   /// After an algorithm has dealt with a withheld contribution: NonFinite::raise throws
   /// NonFiniteError on every worker; skip counts the skip (NonFiniteError after max_skips in a
@@ -244,6 +294,7 @@ class Run {
     const double loss = compute(lr);
     if (guarded() && !std::isfinite(loss)) control_.non_finite(1, pos_.step);
     if constexpr (requires { comm_.progress(); }) comm_.progress();  // communicators without a thread
+    for (Exchange* e : exchanges_) e->advance();                      // a compressed exchange's second collective
     pos_.loss_sum += loss;
     if (pos_.step_in_round + 1 == plan_.period) loss_ready(plan_.period);
     communicate(lr);
@@ -468,7 +519,7 @@ class Run {
   void check_idle(const Exchange& e, const char* what) const {
     if (e.in_flight())
       throw std::logic_error(std::string("cocod: ") + what + "() on an exchange whose collective is in flight; await() it first");
-    if (e.size() != info_.parameters + control_.size())
+    if (e.control_size() != control_.size())
       throw std::logic_error(std::string("cocod: ") + what + "() on an exchange that was not prepare()d for this run");
   }
   ControlTag write_control(Exchange& e) {

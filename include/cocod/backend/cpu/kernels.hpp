@@ -101,6 +101,74 @@ void round_end(cpu, std::span<T> x, std::span<T> anchor, std::span<T> send, T w)
   });
 }
 
+/// The outer optimizer's step (SGD with momentum, PyTorch semantics) on the pseudo-gradient
+/// Delta = z - abar:
+///   beta = 0:  z = z - eta * Delta                              (`b` unused, may be empty)
+///   else:      b = Delta (first step) or beta * b + Delta;  z = z - eta * (Delta + beta * b)
+///              (Nesterov) or z - eta * b (heavy ball).
+template <class T>
+void outer_step(cpu, std::span<T> z, const_span<T> abar, std::span<T> b, T eta, T beta, bool nesterov, bool first) {
+  using namespace cpu_kernels;
+  if (beta == T(0)) {
+    map(z) -= eta * (map(z) - map(abar));
+    return;
+  }
+  blocked(z.size(), [&](std::size_t o, std::size_t n) {
+    auto zs = map(z.subspan(o, n));
+    auto as = map(abar.subspan(o, n));
+    auto bs = map(b.subspan(o, n));
+    if (first)
+      bs = zs - as;
+    else
+      bs = beta * bs + (zs - as);
+    if (nesterov)
+      zs -= eta * ((zs - as) + beta * bs);
+    else
+      zs -= eta * bs;
+  });
+}
+
+/// CoCoD's add-back: x = x + (z - anchor), the local progress since the snapshot kept.
+template <class T>
+void add_back(cpu, std::span<T> x, const_span<T> anchor, const_span<T> z) {
+  cpu_kernels::map(x) += cpu_kernels::map(z) - cpu_kernels::map(anchor);
+}
+
+/// The snapshot that is posted: anchor = x;  send = w * x.
+template <class T>
+void snapshot(cpu, std::span<T> anchor, std::span<T> send, const_span<T> x, T w) {
+  using namespace cpu_kernels;
+  blocked(x.size(), [&](std::size_t o, std::size_t n) {
+    auto xs = map(x.subspan(o, n));
+    map(anchor.subspan(o, n)) = xs;
+    map(send.subspan(o, n)) = w * xs;
+  });
+}
+
+/// The lerp merge: x = (1 - alpha) * z + alpha * x.
+template <class T>
+void lerp(cpu, std::span<T> x, const_span<T> z, T alpha) {
+  cpu_kernels::map(x) = (T(1) - alpha) * cpu_kernels::map(z) + alpha * cpu_kernels::map(x);
+}
+
+/// Overlap-Local-SGD's round end, one pass: x = x - alpha * (x - z);  v = mu * v + (z - x)
+/// (v = z - x when mu = 0);  send = w * (z - v).
+template <class T>
+void pull_back(cpu, std::span<T> x, const_span<T> z, std::span<T> v, std::span<T> send, T alpha, T mu, T w) {
+  using namespace cpu_kernels;
+  blocked(x.size(), [&](std::size_t o, std::size_t n) {
+    auto xs = map(x.subspan(o, n));
+    auto zs = map(z.subspan(o, n));
+    auto vs = map(v.subspan(o, n));
+    xs -= alpha * (xs - zs);
+    if (mu == T(0))
+      vs = zs - xs;
+    else
+      vs = mu * vs + (zs - xs);
+    map(send.subspan(o, n)) = w * (zs - vs);
+  });
+}
+
 /// True when every element is finite (no NaN, no infinity): one read of the buffer. x * 0 is 0
 /// for a finite x and NaN otherwise, so the sum is NaN exactly when some element is not finite;
 /// unlike a test per element, the sum vectorizes and runs at memory speed (the kernels benchmark).

@@ -90,6 +90,61 @@ struct RoundEnd {
   }
 };
 template <class T>
+struct OuterStep {
+  T* z;
+  const T* abar;
+  T* b;
+  T eta, beta;
+  bool nesterov, first;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    if (beta == T(0)) {
+      z[i] -= eta * (z[i] - abar[i]);
+      return;
+    }
+    const T delta = z[i] - abar[i];
+    b[i] = first ? delta : beta * b[i] + delta;
+    z[i] -= eta * (nesterov ? delta + beta * b[i] : b[i]);
+  }
+};
+template <class T>
+struct AddBack {
+  T* x;
+  const T* anchor;
+  const T* z;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const { x[i] += z[i] - anchor[i]; }
+};
+template <class T>
+struct Snapshot {
+  T* anchor;
+  T* send;
+  const T* x;
+  T w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    anchor[i] = x[i];
+    send[i] = w * x[i];
+  }
+};
+template <class T>
+struct Lerp {
+  T* x;
+  const T* z;
+  T alpha;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const { x[i] = (T(1) - alpha) * z[i] + alpha * x[i]; }
+};
+template <class T>
+struct PullBack {
+  T* x;
+  const T* z;
+  T* v;
+  T* send;
+  T alpha, mu, w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    x[i] -= alpha * (x[i] - z[i]);
+    v[i] = mu == T(0) ? z[i] - x[i] : mu * v[i] + (z[i] - x[i]);
+    send[i] = w * (z[i] - v[i]);
+  }
+};
+template <class T>
 struct Finite {
   // x - x is 0 for finite x and NaN for NaN and infinities; no <cmath> needed on the device.
   COCOD_HOST_DEVICE bool operator()(T v) const { return v - v == T(0); }
@@ -134,6 +189,34 @@ void local_update(cuda, device_span<T> x, cuda_kernels::const_span<T> g, device_
 template <class T>
 void round_end(cuda, device_span<T> x, device_span<T> anchor, device_span<T> send, T w) {
   cuda_kernels::for_each_index(x.size(), cuda_kernels::RoundEnd<T>{x.data(), anchor.data(), send.data(), w});
+}
+
+/// The outer optimizer's step on Delta = z - abar, the formulas of backend/cpu/kernels.hpp.
+template <class T>
+void outer_step(cuda, device_span<T> z, cuda_kernels::const_span<T> abar, device_span<T> b, T eta, T beta, bool nesterov,
+                bool first) {
+  cuda_kernels::for_each_index(z.size(), cuda_kernels::OuterStep<T>{z.data(), abar.data(), b.data(), eta, beta, nesterov, first});
+}
+/// x = x + (z - anchor).
+template <class T>
+void add_back(cuda, device_span<T> x, cuda_kernels::const_span<T> anchor, cuda_kernels::const_span<T> z) {
+  cuda_kernels::for_each_index(x.size(), cuda_kernels::AddBack<T>{x.data(), anchor.data(), z.data()});
+}
+/// anchor = x;  send = w * x.
+template <class T>
+void snapshot(cuda, device_span<T> anchor, device_span<T> send, cuda_kernels::const_span<T> x, T w) {
+  cuda_kernels::for_each_index(x.size(), cuda_kernels::Snapshot<T>{anchor.data(), send.data(), x.data(), w});
+}
+/// x = (1 - alpha) * z + alpha * x.
+template <class T>
+void lerp(cuda, device_span<T> x, cuda_kernels::const_span<T> z, T alpha) {
+  cuda_kernels::for_each_index(x.size(), cuda_kernels::Lerp<T>{x.data(), z.data(), alpha});
+}
+/// Overlap-Local-SGD's round end: x -= alpha (x - z);  v = mu v + (z - x);  send = w (z - v).
+template <class T>
+void pull_back(cuda, device_span<T> x, cuda_kernels::const_span<T> z, device_span<T> v, device_span<T> send, T alpha, T mu,
+               T w) {
+  cuda_kernels::for_each_index(x.size(), cuda_kernels::PullBack<T>{x.data(), z.data(), v.data(), send.data(), alpha, mu, w});
 }
 
 /// True when every element is finite (no NaN, no infinity): one reduction over the buffer.

@@ -1,0 +1,388 @@
+// The family's rules (the outer optimizer, Overlap-Local-SGD, compressed exchange with error
+// feedback, streamed fragments), each recomputed here element by element in plain loops: the
+// library's workers must match to the bit. The identities: outer lr 1 with no momentum is the
+// plain algorithm to rounding; with one worker the serial equivalents.
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace {
+using T = double;
+using Model = cocod_test::LeastSquares<T>;
+using Vec = std::vector<T>;
+using Models = std::vector<Vec>;
+
+Model make(int rank, std::size_t dim = 11) { return Model(90, dim, 1700 + static_cast<std::uint64_t>(rank)); }
+
+enum class Algo { local, cocod, overlap };
+
+/// z = outer(z, z - abar) on [lo, lo + n), PyTorch SGD semantics; `first`: the first outer step.
+void outer_step(const cocod::Outer& r, Vec& z, const Vec& abar, Vec& b, std::size_t lo, bool first) {
+  const T eta = static_cast<T>(r.learning_rate), beta = static_cast<T>(r.momentum);
+  for (std::size_t j = 0; j < abar.size(); ++j) {
+    T& zj = z[lo + j];
+    const T delta = zj - abar[j];
+    if (beta == T(0)) {
+      zj = zj - eta * delta;
+      continue;
+    }
+    b[lo + j] = first ? delta : beta * b[lo + j] + delta;
+    zj = zj - eta * (r.nesterov ? delta + beta * b[lo + j] : b[lo + j]);
+  }
+}
+
+/// The plain simulation of N workers in one thread. Returns each worker's model after every
+/// round and, last, after finish.
+struct Simulation {
+  Algo algo = Algo::local;
+  int n = 1;
+  cocod::Options o;
+
+  std::size_t N = 0, d = 0;
+  std::vector<Model> models;
+  std::vector<cocod_test::PlainSgd<T>> sgd;
+  std::vector<cocod::BatchSampler> samplers;
+  std::vector<std::size_t> M;
+  Vec w;
+  // the compressed exchange: each worker's residual, each owner's residual per fragment
+  Models residual, owner_residual;
+
+  // sum_i s_i in rank order, or its compressed estimate z + D(Q(sum of deviations)).
+  Vec exchange(const Models& s, const Vec& zpiece, std::size_t offset, std::size_t fragment) {
+    const std::size_t len = s[0].size();
+    Vec out(len);
+    if (o.compress == cocod::Compression::none) {
+      for (std::size_t j = 0; j < len; ++j) {
+        T acc = s[0][j];
+        for (std::size_t i = 1; i < N; ++i) acc = acc + s[i][j];
+        out[j] = acc;
+      }
+      return out;
+    }
+    const std::size_t L = (len + N - 1) / N, B = o.compress_block;
+    const std::size_t bytes = cocod::compress::encoded_bytes(o.compress, L, B, sizeof(T));
+    std::vector<std::vector<std::vector<std::byte>>> c(N, std::vector<std::vector<std::byte>>(N, std::vector<std::byte>(bytes)));
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t q = 0; q < N; ++q) {
+        Vec piece(L, T(0));
+        const std::size_t lo = std::min(len, q * L), hi = std::min(len, lo + L);
+        for (std::size_t j = lo; j < hi; ++j) piece[j - lo] = (s[i][j] - w[i] * zpiece[j]) + residual[i][offset + j];
+        cocod::compress::encode(o.compress, std::span<T>(piece), B, std::span<std::byte>(c[i][q]));
+        for (std::size_t j = lo; j < hi; ++j) residual[i][offset + j] = piece[j - lo];
+      }
+    for (std::size_t q = 0; q < N; ++q) {
+      Vec sum(L), part(L);
+      cocod::compress::decode(o.compress, std::span<const std::byte>(c[0][q]), B, std::span<T>(sum));
+      for (std::size_t i = 1; i < N; ++i) {
+        cocod::compress::decode(o.compress, std::span<const std::byte>(c[i][q]), B, std::span<T>(part));
+        for (std::size_t j = 0; j < L; ++j) sum[j] = sum[j] + part[j];
+      }
+      Vec& r = owner_residual[q * o.fragments + fragment];
+      if (r.empty()) r.assign(L, T(0));
+      for (std::size_t j = 0; j < L; ++j) sum[j] = sum[j] + r[j];
+      std::vector<std::byte> C(bytes);
+      cocod::compress::encode(o.compress, std::span<T>(sum), B, std::span<std::byte>(C));
+      r = sum;
+      Vec decoded(L);
+      cocod::compress::decode(o.compress, std::span<const std::byte>(C), B, std::span<T>(decoded));
+      const std::size_t lo = std::min(len, q * L), hi = std::min(len, lo + L);
+      for (std::size_t j = lo; j < hi; ++j) out[j] = zpiece[j] + decoded[j - lo];
+    }
+    return out;
+  }
+
+  std::vector<Models> run(std::size_t rounds) {
+    N = static_cast<std::size_t>(n);
+    double total = 0;
+    for (int i = 0; i < n; ++i) total += o.speeds[static_cast<std::size_t>(i)];
+    for (std::size_t i = 0; i < N; ++i) {
+      models.push_back(make(static_cast<int>(i)));
+      sgd.push_back({static_cast<T>(o.momentum), static_cast<T>(o.weight_decay), o.nesterov, {}});
+      samplers.emplace_back(models[i].num_samples(), o.seed, static_cast<int>(i));
+      M.push_back(static_cast<std::size_t>(std::round(static_cast<double>(N * o.batch_size) * o.speeds[i] / total)));
+    }
+    double Msum = 0;
+    for (auto m : M) Msum += static_cast<double>(m);
+    for (std::size_t i = 0; i < N; ++i) w.push_back(static_cast<T>(static_cast<double>(M[i]) / Msum));
+    d = models[0].x.size();
+    for (std::size_t i = 1; i < N; ++i) models[i].x = models[0].x;
+    residual.assign(N, Vec(d, T(0)));
+    owner_residual.assign(N * o.fragments, Vec{});
+
+    const std::size_t F = o.fragments;
+    auto fbegin = [&](std::size_t f) { return f * d / F; };
+    auto fsize = [&](std::size_t f) { return (f + 1) * d / F - f * d / F; };
+    Vec z = models[0].x, b(d, T(0));
+    std::vector<bool> stepped(F, false);
+    Models anchors(N, models[0].x), velocity(N, Vec(d, T(0)));
+    Models send(N);
+    std::size_t f = 0;
+    auto snapshot = [&](std::size_t frag) {  // a^f = x^f, s = w x^f
+      f = frag;
+      for (std::size_t i = 0; i < N; ++i) {
+        send[i].assign(fsize(f), T(0));
+        for (std::size_t j = 0; j < fsize(f); ++j) {
+          anchors[i][fbegin(f) + j] = models[i].x[fbegin(f) + j];
+          send[i][j] = w[i] * models[i].x[fbegin(f) + j];
+        }
+      }
+    };
+    if (algo == Algo::cocod) snapshot(0);
+    bool posted = false;  // Overlap-Local-SGD: an anchor in flight
+    std::vector<Models> history;
+    Vec g(d);
+    for (std::size_t round = 0; round < rounds; ++round) {
+      Vec abar;
+      if (algo == Algo::cocod || (algo == Algo::overlap && posted)) {
+        Vec zpiece(z.begin() + static_cast<std::ptrdiff_t>(fbegin(f)), z.begin() + static_cast<std::ptrdiff_t>(fbegin(f) + fsize(f)));
+        if (algo == Algo::overlap) zpiece = z;
+        abar = exchange(send, zpiece, fbegin(f), f);  // posted at the round's start
+      }
+      for (std::size_t step = 0; step < o.period; ++step)
+        for (std::size_t i = 0; i < N; ++i) {
+          std::vector<std::size_t> batch(M[i]);
+          samplers[i].next(batch);
+          models[i].loss_and_gradient(batch, g);
+          sgd[i].apply(models[i].x, g, static_cast<T>(o.learning_rate));
+        }
+      if (algo == Algo::local) {
+        for (std::size_t i = 0; i < N; ++i) {
+          send[i].resize(d);
+          for (std::size_t j = 0; j < d; ++j) send[i][j] = w[i] * models[i].x[j];
+        }
+        abar = exchange(send, z, 0, 0);
+        if (o.outer) {
+          outer_step(*o.outer, z, abar, b, 0, !stepped[0]);
+          stepped[0] = true;
+        } else {
+          z = abar;
+        }
+        for (auto& m : models) m.x = z;
+      } else if (algo == Algo::cocod) {
+        const std::size_t lo = fbegin(f);
+        if (o.outer) {
+          outer_step(*o.outer, z, abar, b, lo, !stepped[f]);
+          stepped[f] = true;
+        } else {
+          for (std::size_t j = 0; j < abar.size(); ++j) z[lo + j] = abar[j];
+        }
+        const T alpha = static_cast<T>(o.fragment_alpha);
+        for (std::size_t i = 0; i < N; ++i)
+          for (std::size_t j = lo; j < lo + fsize(f); ++j) {
+            T& x = models[i].x[j];
+            if (o.fragment_merge == cocod::FragmentMerge::lerp && F > 1)
+              x = (T(1) - alpha) * z[j] + alpha * x;
+            else
+              x = x + (z[j] - anchors[i][j]);
+          }
+        snapshot((f + 1) % F);
+      } else {  // Overlap-Local-SGD
+        if (posted) z = abar;
+        const T alpha = static_cast<T>(o.pull_alpha), mu = static_cast<T>(o.anchor_momentum);
+        for (std::size_t i = 0; i < N; ++i) {
+          send[i].resize(d);
+          for (std::size_t j = 0; j < d; ++j) {
+            T& x = models[i].x[j];
+            x = x - alpha * (x - z[j]);
+            velocity[i][j] = mu == T(0) ? z[j] - x : mu * velocity[i][j] + (z[j] - x);
+            send[i][j] = w[i] * (z[j] - velocity[i][j]);
+          }
+        }
+        posted = true;
+      }
+      Models now(N);
+      for (std::size_t i = 0; i < N; ++i) now[i] = models[i].x;
+      history.push_back(now);
+    }
+    if (algo == Algo::local) {
+      history.push_back(history.back());
+    } else {  // the consensus
+      Vec c(d);
+      for (std::size_t j = 0; j < d; ++j) {
+        T acc = w[0] * models[0].x[j];
+        for (std::size_t i = 1; i < N; ++i) acc = acc + w[i] * models[i].x[j];
+        c[j] = acc;
+      }
+      history.push_back(Models(N, c));
+    }
+    return history;
+  }
+};
+
+template <template <class...> class Algorithm>
+std::vector<Models> run_library(int n, const cocod::Options& o, std::size_t rounds, std::size_t dim = 11) {
+  const auto N = static_cast<std::size_t>(n);
+  std::vector<Models> history(rounds + 1, Models(N));
+  cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Model model = make(comm.rank(), dim);
+    Algorithm<Model, cocod::comm::Threads> opt{comm, o};
+    opt.begin(model);
+    std::size_t round = 0;
+    while (round < rounds) {
+      opt.step(model, opt.next_batch());
+      if (opt.round_ended()) history[round++][r] = model.x;
+    }
+    opt.finish(model);
+    history[rounds][r] = model.x;
+  });
+  return history;
+}
+
+void compare(const std::vector<Models>& expected, const std::vector<Models>& actual) {
+  REQUIRE(expected.size() == actual.size());
+  for (std::size_t round = 0; round < expected.size(); ++round) {
+    CAPTURE(round);
+    for (std::size_t i = 0; i < expected[round].size(); ++i) {
+      CAPTURE(i);
+      CHECK(expected[round][i] == actual[round][i]);
+    }
+  }
+}
+std::vector<Models> simulate(Algo a, int n, const cocod::Options& o, std::size_t rounds) {
+  Simulation s;
+  s.algo = a;
+  s.n = n;
+  s.o = o;
+  return s.run(rounds);
+}
+double max_relative(const std::vector<Models>& a, const std::vector<Models>& b) {
+  double worst = 0;
+  for (std::size_t r = 0; r < a.size(); ++r)
+    for (std::size_t i = 0; i < a[r].size(); ++i)
+      for (std::size_t j = 0; j < a[r][i].size(); ++j)
+        worst = std::max(worst, std::abs(a[r][i][j] - b[r][i][j]) / std::max(1e-300, std::abs(a[r][i][j])));
+  return worst;
+}
+
+cocod::Options base(std::size_t period, std::vector<double> speeds) {
+  return cocod::Options{.learning_rate = 0.03, .momentum = 0.9, .period = period, .batch_size = 5,
+                        .speeds = std::move(speeds), .seed = 31};
+}
+}  // namespace
+
+TEST_CASE("Local-SGD with an outer optimizer (SlowMo, DiLoCo) matches a plain recomputation") {
+  for (const cocod::Outer outer : {cocod::Outer::diloco(), cocod::Outer::slowmo(), cocod::Outer{0.5, 0.0, false}}) {
+    CAPTURE(outer.momentum);
+    auto o = base(3, {1.0, 2.0, 1.5});
+    o.outer = outer;
+    const auto expected = simulate(Algo::local, 3, o, 5);
+    compare(expected, run_library<cocod::LocalSGD>(3, o, 5));
+  }
+}
+
+TEST_CASE("CoCoD-SGD with an outer optimizer matches a plain recomputation") {
+  auto o = base(4, {1.0, 1.0, 2.0});
+  o.outer = cocod::Outer::diloco();
+  compare(simulate(Algo::cocod, 3, o, 6), run_library<cocod::Optimizer>(3, o, 6));
+  o.outer = cocod::Outer{0.8, 0.5, false};
+  o.speeds = {1.0, 3.0};
+  compare(simulate(Algo::cocod, 2, o, 5), run_library<cocod::Optimizer>(2, o, 5));
+}
+
+TEST_CASE("Overlap-Local-SGD matches a plain recomputation") {
+  auto o = base(3, {1.0, 2.0, 1.0});
+  SUBCASE("the authors' defaults: alpha 0.2, no anchor momentum") {}
+  SUBCASE("alpha 0.6, anchor momentum 0.7") {
+    o.pull_alpha = 0.6;
+    o.anchor_momentum = 0.7;
+  }
+  const auto expected = simulate(Algo::overlap, 3, o, 6);
+  compare(expected, run_library<cocod::OverlapLocalSGD>(3, o, 6));
+  CHECK(expected[3][0] != expected[3][1]);  // the models are pulled, never replaced
+}
+
+TEST_CASE("Streamed fragments match a plain recomputation: add-back and lerp, with and without an outer optimizer") {
+  auto o = base(2, {1.0, 1.0, 1.0});
+  o.fragments = 3;
+  SUBCASE("add-back") {}
+  SUBCASE("lerp 0.5") { o.fragment_merge = cocod::FragmentMerge::lerp; }
+  SUBCASE("add-back, DiLoCo's outer step") { o.outer = cocod::Outer::diloco(); }
+  SUBCASE("lerp 0, Nesterov outer step") {
+    o.fragment_merge = cocod::FragmentMerge::lerp;
+    o.fragment_alpha = 0.0;
+    o.outer = cocod::Outer{0.7, 0.5, true};
+  }
+  SUBCASE("four fragments of unequal size") { o.fragments = 4; }
+  compare(simulate(Algo::cocod, 3, o, 8), run_library<cocod::Optimizer>(3, o, 8));
+}
+
+TEST_CASE("Compressed exchange with error feedback matches a plain recomputation, every format") {
+  for (const auto format : {cocod::Compression::bf16, cocod::Compression::fp16, cocod::Compression::int8}) {
+    const std::string format_name = cocod::compress::name(format);
+    CAPTURE(format_name);
+    auto o = base(3, {1.0, 2.0, 1.5});
+    o.compress = format;
+    o.compress_block = 4;
+    compare(simulate(Algo::local, 3, o, 5), run_library<cocod::LocalSGD>(3, o, 5));
+    compare(simulate(Algo::cocod, 3, o, 5), run_library<cocod::Optimizer>(3, o, 5));
+    compare(simulate(Algo::overlap, 3, o, 5), run_library<cocod::OverlapLocalSGD>(3, o, 5));
+    o.outer = cocod::Outer::diloco();
+    o.fragments = 2;
+    compare(simulate(Algo::cocod, 3, o, 6), run_library<cocod::Optimizer>(3, o, 6));
+    o.speeds = {1.0, 1.0};
+    compare(simulate(Algo::cocod, 2, o, 6), run_library<cocod::Optimizer>(2, o, 6));
+  }
+}
+
+TEST_CASE("An outer optimizer of lr 1 and no momentum is the plain algorithm, to rounding") {
+  for (const int n : {1, 3}) {
+    auto o = base(3, std::vector<double>(static_cast<std::size_t>(n), 1.0));
+    const auto plain_local = run_library<cocod::LocalSGD>(n, o, 6);
+    const auto plain_cocod = run_library<cocod::Optimizer>(n, o, 6);
+    o.outer = cocod::Outer{1.0, 0.0, false};
+    const auto local = run_library<cocod::LocalSGD>(n, o, 6);
+    const auto cocod_outer = run_library<cocod::Optimizer>(n, o, 6);
+    CHECK(max_relative(plain_local, local) < 1e-12);
+    CHECK(max_relative(plain_cocod, cocod_outer) < 1e-12);
+  }
+}
+
+TEST_CASE("With one worker: fragments are serial SGD bit for bit; Local-SGD's outer step is the serial outer step") {
+  const auto o = base(3, {1.0});
+  const auto serial = run_library<cocod::Optimizer>(1, o, 8);  // plain CoCoD-SGD with N = 1 is serial SGD
+  auto f = o;
+  f.fragments = 4;
+  compare(serial, run_library<cocod::Optimizer>(1, f, 8));
+  auto outer = o;
+  outer.outer = cocod::Outer::diloco();
+  compare(simulate(Algo::local, 1, outer, 6), run_library<cocod::LocalSGD>(1, outer, 6));
+}
+
+TEST_CASE("The family's options are refused where they do not apply, naming the field") {
+  cocod::comm::Local comm;
+  using M = Model;
+  auto with = [](auto edit) {
+    cocod::Options o;
+    edit(o);
+    return o;
+  };
+  CHECK_THROWS_WITH_AS((cocod::SyncSGD<M, cocod::comm::Local>{comm, with([](auto& o) { o.outer = cocod::Outer{}; })}),
+                       doctest::Contains("outer applies to Local-SGD and CoCoD-SGD, not to S-SGD"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::PipeSGD<M, cocod::comm::Local>{comm, with([](auto& o) { o.compress = cocod::Compression::int8; })}),
+                       doctest::Contains("compress applies to the model-averaging algorithms"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::LocalSGD<M, cocod::comm::Local>{comm, with([](auto& o) { o.fragments = 2; })}),
+                       doctest::Contains("fragments other than 1 applies to CoCoD-SGD, not to Local-SGD"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::OverlapLocalSGD<M, cocod::comm::Local>{comm, with([](auto& o) { o.outer = cocod::Outer{}; })}),
+                       doctest::Contains("not to Overlap-Local-SGD"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::Optimizer<M, cocod::comm::Local>{comm, with([](auto& o) { o.outer = cocod::Outer{0.0}; })}),
+                       doctest::Contains("outer.learning_rate must be a finite number > 0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::Optimizer<M, cocod::comm::Local>{comm, with([](auto& o) { o.outer = cocod::Outer{1.0, 0.0, true}; })}),
+                       doctest::Contains("outer.nesterov needs outer.momentum > 0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::Optimizer<M, cocod::comm::Local>{comm, with([](auto& o) { o.compress_block = 0; })}),
+                       doctest::Contains("compress_block must be >= 1"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::Optimizer<M, cocod::comm::Local>{comm, with([](auto& o) { o.fragment_alpha = 1.5; })}),
+                       doctest::Contains("fragment_alpha must be in [0, 1]"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::OverlapLocalSGD<M, cocod::comm::Local>{comm, with([](auto& o) { o.pull_alpha = 0.0; })}),
+                       doctest::Contains("pull_alpha must be in (0, 1]"), std::invalid_argument);
+  Model model = make(0, 3);
+  cocod::Optimizer<M, cocod::comm::Local> opt{comm, with([](auto& o) { o.fragments = 4; })};
+  CHECK_THROWS_WITH_AS(opt.begin(model), doctest::Contains("fragments must be at most the parameter count (3)"), std::invalid_argument);
+}
