@@ -69,7 +69,7 @@ void keep(Outcome& out, std::mutex& m, int rank, Model& model, const cocod::Repo
 
 /// The run from start to end; with `store`, saving every round.
 template <template <class...> class Algorithm>
-Outcome whole_run(const cocod::Checkpoints* store = nullptr) {
+Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod::Options& options = ::options) {
   Outcome out;
   out.x.resize(workers);
   std::mutex m;
@@ -90,7 +90,7 @@ Outcome whole_run(const cocod::Checkpoints* store = nullptr) {
 
 /// Runs until `round` rounds have ended, saves, and stops there (as a crash would).
 template <template <class...> class Algorithm>
-void interrupted_run(const cocod::Checkpoints& store, std::size_t round) {
+void interrupted_run(const cocod::Checkpoints& store, std::size_t round, const cocod::Options& options = ::options) {
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     Model model = model_of(comm.rank());
     Algorithm<Model, cocod::comm::Threads, Schedule> opt{comm, options};
@@ -103,7 +103,7 @@ void interrupted_run(const cocod::Checkpoints& store, std::size_t round) {
 }
 
 template <template <class...> class Algorithm>
-Outcome resumed_run(const cocod::Checkpoints& store) {
+Outcome resumed_run(const cocod::Checkpoints& store, const cocod::Options& options = ::options) {
   Outcome out;
   out.x.resize(workers);
   std::mutex m;
@@ -120,20 +120,20 @@ Outcome resumed_run(const cocod::Checkpoints& store) {
 }
 
 template <template <class...> class Algorithm>
-void check_bitwise_resume(const char* name) {
+void check_bitwise_resume(const char* name, const cocod::Options& options = ::options) {
   CAPTURE(name);
-  const Outcome whole = whole_run<Algorithm>();
+  const Outcome whole = whole_run<Algorithm>(nullptr, options);
   REQUIRE(whole.steps == total_steps);
   {
     const cocod::Checkpoints store(scratch(std::string(name) + "-every"));
-    CHECK(whole_run<Algorithm>(&store) == whole);  // saving changes nothing
+    CHECK(whole_run<Algorithm>(&store, options) == whole);  // saving changes nothing
   }
   for (const std::size_t round : {std::size_t{0}, std::size_t{3}, std::size_t{7}}) {
     CAPTURE(round);
     const cocod::Checkpoints store(scratch(std::string(name) + "-" + std::to_string(round)));
-    interrupted_run<Algorithm>(store, round);
+    interrupted_run<Algorithm>(store, round, options);
     REQUIRE(store.rounds() == std::vector<std::size_t>{round});
-    const Outcome resumed = resumed_run<Algorithm>(store);
+    const Outcome resumed = resumed_run<Algorithm>(store, options);
     CHECK(resumed.x == whole.x);
     CHECK(resumed.losses == whole.losses);
     CHECK(resumed.steps == whole.steps);
@@ -184,6 +184,35 @@ TEST_CASE("a run interrupted at the start, the middle or the last round resumes 
 }
 TEST_CASE("a run interrupted at the start, the middle or the last round resumes bit for bit: Pipe-SGD") {
   check_bitwise_resume<cocod::PipeSGD>("pipe");
+}
+
+TEST_CASE("the family's state resumes bit for bit: outer momentum, residuals, fragments, the anchor") {
+  auto o = options;
+  o.outer = cocod::Outer::diloco();
+  o.compress = cocod::Compression::int8;
+  o.compress_block = 4;
+  o.fragments = 3;
+  check_bitwise_resume<cocod::Optimizer>("cocod-family", o);
+  o.fragments = 1;
+  o.compress = cocod::Compression::bf16;
+  check_bitwise_resume<cocod::LocalSGD>("local-family", o);
+  auto overlap = options;
+  overlap.anchor_momentum = 0.7;
+  overlap.compress = cocod::Compression::fp16;
+  check_bitwise_resume<cocod::OverlapLocalSGD>("overlap", overlap);
+  check_bitwise_resume<cocod::OverlapLocalSGD>("overlap-plain");
+}
+
+TEST_CASE("a checkpoint of other family options is refused, naming them") {
+  const cocod::Checkpoints store(scratch("family-mismatch"));
+  interrupted_run<cocod::Optimizer>(store, 2);
+  auto o = options;
+  o.compress = cocod::Compression::int8;
+  const auto errors = resume_errors(store, workers, model_of, {}, o);
+  for (const auto& e : errors) {
+    CAPTURE(e);
+    CHECK(e.find("Options (outer, compress, fragments, pull) differs (checkpoint: outer none, compress none/256") != std::string::npos);
+  }
 }
 
 TEST_CASE("resume from an empty directory starts at step 0") {

@@ -120,3 +120,19 @@ TEST_CASE("Error feedback: what was sent plus the residual is what was to be sen
     CHECK(residual_max < 0.01 * scale);
   }
 }
+
+TEST_CASE("A NaN or an infinity is never encoded as a finite value") {
+  for (const auto c : formats) {
+    const std::string format_name = cocod::compress::name(c);
+    CAPTURE(format_name);
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      std::vector<float> x = {1.0f, bad, -2.0f, 0.5f}, decoded(4);
+      std::vector<std::byte> bytes(cocod::compress::encoded_bytes(c, 4, 2, sizeof(float)));
+      cocod::compress::encode(c, std::span<float>(x), 2, std::span<std::byte>(bytes));
+      cocod::compress::decode(c, std::span<const std::byte>(bytes), 2, std::span<float>(decoded));
+      CHECK_FALSE(std::isfinite(decoded[1]));
+      CHECK(std::isfinite(decoded[2]));  // the next block is untouched
+      CHECK(std::isfinite(decoded[3]));
+    }
+  }
+}

@@ -94,9 +94,10 @@ std::vector<T> train(Comm comm, const cocod::Options& o) {
 }
 
 template <template <class...> class Algorithm, class T>
-void compare_flavors(int workers) {
-  const cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .weight_decay = 1e-3, .period = 3, .batch_size = 6,
-                         .speeds = std::vector<double>(static_cast<std::size_t>(workers), 1.0), .seed = 8};
+void compare_flavors(int workers, void (*edit)(cocod::Options&) = nullptr) {
+  cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .weight_decay = 1e-3, .period = 3, .batch_size = 6,
+                   .speeds = std::vector<double>(static_cast<std::size_t>(workers), 1.0), .seed = 8};
+  if (edit) edit(o);
   std::vector<T> host, device;
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     auto h = train<Algorithm, HostLeastSquares, T>(comm, o);
@@ -120,6 +121,51 @@ TEST_CASE_TEMPLATE("every algorithm trains device parameters like host parameter
     compare_flavors<cocod::LocalSGD, T>(workers);
     compare_flavors<cocod::PipeSGD, T>(workers);
   }
+}
+
+TEST_CASE_TEMPLATE("the family's rules train device parameters like host parameters", T, float, double) {
+  for (int workers : {1, 3}) {
+    CAPTURE(workers);
+    compare_flavors<cocod::OverlapLocalSGD, T>(workers, [](cocod::Options& o) { o.anchor_momentum = 0.5; });
+    compare_flavors<cocod::LocalSGD, T>(workers, [](cocod::Options& o) { o.outer = cocod::Outer::diloco(); });
+    compare_flavors<cocod::Optimizer, T>(workers, [](cocod::Options& o) {
+      o.outer = cocod::Outer::diloco();
+      o.fragments = 3;
+    });
+    compare_flavors<cocod::Optimizer, T>(workers, [](cocod::Options& o) {
+      o.fragments = 2;
+      o.fragment_merge = cocod::FragmentMerge::lerp;
+      o.compress = cocod::Compression::int8;
+      o.compress_block = 8;
+    });
+    compare_flavors<cocod::LocalSGD, T>(workers, [](cocod::Options& o) { o.compress = cocod::Compression::bf16; });
+  }
+  // each new kernel equals its CPU twin
+  using cocod::backend::cpu;
+  using cocod::backend::cuda;
+  const std::size_t n = 37;
+  auto z = random_vector<T>(n, 11), a = random_vector<T>(n, 12), b = random_vector<T>(n, 13), x = random_vector<T>(n, 14);
+  thrust::device_vector<T> dz(z.begin(), z.end()), da(a.begin(), a.end()), db(b.begin(), b.end()), dx(x.begin(), x.end());
+  auto cd = [](thrust::device_vector<T>& v) { return cocod::device_span<const T>(cocod::as_span(v)); };
+  cocod::backend::outer_step(cpu{}, std::span<T>(z), std::span<const T>(a), std::span<T>(b), T(0.7), T(0.9), true, false);
+  cocod::backend::outer_step(cuda{}, cocod::as_span(dz), cd(da), cocod::as_span(db), T(0.7), T(0.9), true, false);
+  check_close(std::vector<T>(dz.begin(), dz.end()), z);
+  check_close(std::vector<T>(db.begin(), db.end()), b);
+  cocod::backend::add_back(cpu{}, std::span<T>(x), std::span<const T>(a), std::span<const T>(z));
+  cocod::backend::add_back(cuda{}, cocod::as_span(dx), cd(da), cd(dz));
+  check_close(std::vector<T>(dx.begin(), dx.end()), x);
+  cocod::backend::lerp(cpu{}, std::span<T>(x), std::span<const T>(z), T(0.3));
+  cocod::backend::lerp(cuda{}, cocod::as_span(dx), cd(dz), T(0.3));
+  check_close(std::vector<T>(dx.begin(), dx.end()), x);
+  cocod::backend::pull_back(cpu{}, std::span<T>(x), std::span<const T>(z), std::span<T>(b), std::span<T>(a), T(0.2), T(0.7), T(0.25));
+  cocod::backend::pull_back(cuda{}, cocod::as_span(dx), cd(dz), cocod::as_span(db), cocod::as_span(da), T(0.2), T(0.7), T(0.25));
+  check_close(std::vector<T>(dx.begin(), dx.end()), x);
+  check_close(std::vector<T>(db.begin(), db.end()), b);
+  check_close(std::vector<T>(da.begin(), da.end()), a);
+  cocod::backend::snapshot(cpu{}, std::span<T>(a), std::span<T>(b), std::span<const T>(x), T(0.5));
+  cocod::backend::snapshot(cuda{}, cocod::as_span(da), cocod::as_span(db), cd(dx), T(0.5));
+  check_close(std::vector<T>(da.begin(), da.end()), a);
+  check_close(std::vector<T>(db.begin(), db.end()), b);
 }
 
 TEST_CASE("device parameters on comm::Local and on a throttled link") {

@@ -76,7 +76,7 @@ bool finite(const std::vector<double>& x) {
 const cocod::Options base{.learning_rate = 0.05, .momentum = 0.9, .period = 4, .batch_size = 4, .seed = 2};
 
 template <template <class...> class Algorithm>
-void check(const char* name) {
+void check(const char* name, const cocod::Options& base = ::base) {
   CAPTURE(name);
   SUBCASE("raise: the same NonFiniteError on every worker, naming the rank and the step; the model finite") {
     const Outcome o = run<Algorithm>(base, 1, 9, 10);
@@ -126,6 +126,22 @@ TEST_CASE("non-finite values: CoCoD-SGD") { check<cocod::Optimizer>("cocod"); }
 TEST_CASE("non-finite values: S-SGD") { check<cocod::SyncSGD>("ssgd"); }
 TEST_CASE("non-finite values: Local-SGD") { check<cocod::LocalSGD>("local"); }
 TEST_CASE("non-finite values: Pipe-SGD") { check<cocod::PipeSGD>("pipe"); }
+TEST_CASE("non-finite values: Overlap-Local-SGD") { check<cocod::OverlapLocalSGD>("overlap"); }
+TEST_CASE("non-finite values: the family's options") {
+  auto o = ::base;
+  o.outer = cocod::Outer::diloco();
+  check<cocod::LocalSGD>("local + outer", o);
+  o.compress = cocod::Compression::int8;
+  check<cocod::LocalSGD>("local + outer + int8", o);
+  o.fragments = 2;
+  check<cocod::Optimizer>("cocod + outer + int8 + 2 fragments", o);
+  o.fragments = 1;
+  check<cocod::Optimizer>("cocod + outer + int8", o);
+  auto overlap = ::base;
+  overlap.compress = cocod::Compression::bf16;
+  overlap.anchor_momentum = 0.5;
+  check<cocod::OverlapLocalSGD>("overlap + bf16", overlap);
+}
 
 TEST_CASE("one worker whose every contribution is non-finite: an error, whatever the policy") {
   for (const auto policy : {cocod::NonFinite::raise, cocod::NonFinite::skip}) {

@@ -90,7 +90,8 @@ class OverlapLocalSGD
       copy(B{}, x, anchor_.span());
       zero(B{}, velocity_.span());
     }
-    this->non_finite(own);
+    this->non_finite(own, " the anchor is the consensus of the finite contributions, and a worker that withheld its own"
+                          " model starts again from it");
   }
   template <class Archive>
   void serialize(Archive& a) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -53,16 +54,23 @@ namespace cocod::compress {
 }
 
 namespace codec_detail {
+// max |x|, or NaN when an element is not finite (the block's scale is then NaN, so that the
+// block decodes to NaN: a non-finite value is never turned into a finite one).
 template <class T>
 float max_abs(std::span<const T> x) noexcept {
   T m = T(0);
-  for (const T v : x) m = std::max(m, std::abs(v));
-  return static_cast<float>(m);
+  bool finite = true;
+  for (const T v : x) {
+    m = std::max(m, std::abs(v));
+    finite = finite && v - v == T(0);
+  }
+  return finite ? static_cast<float>(m) : std::numeric_limits<float>::quiet_NaN();
 }
 // fp16's block scale: a power of two 2^(e - 15) with max |x| < 2^e, so that x / scale is exact
 // and below 2^15, inside fp16's range (65504); at least 2^-126, a normal float.
 inline float fp16_scale(float max_abs) noexcept {
   if (max_abs == 0.0f) return 0.0f;
+  if (!std::isfinite(max_abs)) return std::numeric_limits<float>::quiet_NaN();  // (also a double beyond float's range)
   const int e = std::max(std::ilogb(max_abs) + 1, -111);
   return std::ldexp(1.0f, e - 15);
 }
@@ -78,7 +86,8 @@ inline std::size_t blocks(std::size_t n, std::size_t block) noexcept { return (n
 /// Encodes x (n elements, blocks of `block`) into out (encoded_bytes(c, n, block) bytes) and
 /// leaves in x what the rounding lost, x - D(Q(x)): the error feedback's residual. Not for
 /// Compression::none. A double is rounded to float before bf16 and fp16; its residual is
-/// taken against the decoded value all the same.
+/// taken against the decoded value all the same. A block holding a NaN or an infinity decodes
+/// to NaN (bf16 keeps each value as it is): compression never hides a diverged model.
 template <class T>
 void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byte> out) {
   using namespace codec_detail;
@@ -103,15 +112,15 @@ void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byt
       const float s = fp16_scale(m);
       put_scale(o, b, s);
       for (std::size_t i = lo; i < hi; ++i) {
-        const std::uint16_t h = s == 0.0f ? std::uint16_t{0} : to_fp16(static_cast<float>(x[i] / static_cast<T>(s)));
+        const std::uint16_t h = s == 0.0f || std::isnan(s) ? std::uint16_t{0} : to_fp16(static_cast<float>(x[i] / static_cast<T>(s)));
         std::memcpy(data + 2 * i, &h, 2);
         x[i] -= static_cast<T>(from_fp16(h)) * static_cast<T>(s);
       }
     } else {  // int8, symmetric: scale = max |x| / 127, q = round(x / scale) in [-127, 127]
-      const float s = m / 127.0f;
+      const float s = std::isfinite(m) ? m / 127.0f : std::numeric_limits<float>::quiet_NaN();
       put_scale(o, b, s);
       for (std::size_t i = lo; i < hi; ++i) {
-        const T q = s == 0.0f ? T(0) : std::clamp(std::nearbyint(x[i] / static_cast<T>(s)), T(-127), T(127));
+        const T q = s == 0.0f || std::isnan(s) ? T(0) : std::clamp(std::nearbyint(x[i] / static_cast<T>(s)), T(-127), T(127));
         data[i] = static_cast<std::byte>(static_cast<std::int8_t>(q));
         x[i] -= q * static_cast<T>(s);
       }

@@ -179,8 +179,9 @@ class Run {
   /// After an algorithm has dealt with a withheld contribution: NonFinite::raise throws
   /// NonFiniteError on every worker; skip counts the skip (NonFiniteError after max_skips in a
   /// row). `replaced`: this worker's model was replaced by a consensus, so a worker that
-  /// withheld its own forgets its momentum and its finding.
-  void non_finite(bool replaced) {
+  /// withheld its own forgets its momentum and its finding. `left` says in the error where
+  /// the models are left, when the default does not (it must be the same on every worker).
+  void non_finite(bool replaced, const char* left = nullptr) {
     // A worker whose state was replaced forgets its momentum when that state held a NaN: its
     // own contribution was withheld, or it has found one since.
     if (replaced && (withheld_here_ || control_.found())) {
@@ -188,8 +189,9 @@ class Run {
     }
     if (replaced) control_.forget();
     if (options_.non_finite == NonFinite::raise)
-      non_finite_error(replaced ? " the model is left at the consensus of the finite contributions"
-                                : " the model is left as it was before that update");
+      non_finite_error(left                ? left
+                       : replaced          ? " the model is left at the consensus of the finite contributions"
+                                           : " the model is left as it was before that update");
     recorder_.skipped();
     const std::size_t skips = control_.skipped();
     if (skips >= options_.max_skips)
