@@ -42,7 +42,8 @@ void print_setup(const Runner& runner, const Args& args, std::size_t parameters,
 }
 
 /// What rank 0 prints and writes after the runs: the curve, the table, the last batch sizes.
-inline void report(const std::vector<Result>& results, const Args& args, bool throttle, double m, int workers) {
+inline void report(const std::vector<Result>& results, const Args& args, bool throttle, const cocod::comm::Link& link,
+                   int workers) {
   if (!args.curve.empty()) {
     write_curve(args.curve, results);
     std::printf("# curve: %s\n", args.curve.c_str());
@@ -50,7 +51,7 @@ inline void report(const std::vector<Result>& results, const Args& args, bool th
   if (args.brief)
     print_brief(results, args);
   else
-    print_table(results, args, throttle, m);
+    print_table(results, args, throttle, link, workers);
   if (args.comm == "threads" && std::find(args.samplings.begin(), args.samplings.end(), "proportional") != args.samplings.end())
     print_last_batches(results, args, workers);
   for (const auto& r : results) {  // one line per run, to compare runs bit for bit from the shell
@@ -86,7 +87,7 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
     const std::string path = write_trace(args.trace, results, args.comm == "mpi", runner.rank());
     if (runner.prints()) std::printf("# trace: %s (open in chrome://tracing or https://ui.perfetto.dev)\n", path.c_str());
   }
-  if (runner.prints()) report(results, args, throttle, link.all_reduce_seconds(bytes, workers), workers);
+  if (runner.prints()) report(results, args, throttle, link, workers);
   return 0;
 }
 

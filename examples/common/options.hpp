@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "variant.hpp"
 
 namespace example {
 
@@ -44,6 +45,16 @@ struct Args {
   std::size_t checkpoint_every = 10;  // rounds between two checkpoints
   bool resume = false;           // continue each run from its newest checkpoint
   std::string non_finite = "raise";  // what a NaN or an infinity does: raise, skip or off
+  std::string outer = "none";        // the outer optimizer of cocod and local: none, sgd or nesterov
+  double outer_lr = 0.7;
+  double outer_momentum = 0.9;
+  std::string compress = "none";     // what cocod, local and overlap-local send: none, bf16, fp16, int8
+  std::size_t compress_block = 256;
+  std::size_t fragments = 1;         // cocod: one of F fragments exchanged per round
+  std::string fragment_merge = "add-back";
+  double fragment_alpha = 0.5;
+  double pull_alpha = 0.2;           // overlap-local's pull towards the anchor
+  double anchor_momentum = 0.0;      // overlap-local's anchor momentum
 };
 
 /// The communicators this build offers (--comm).
@@ -119,7 +130,7 @@ class Cli {
   Cli(const std::string& what, Args defaults) : a_(std::move(defaults)), app_(what) {
     cli::last_value_wins(app_);
     app_.get_formatter()->column_width(26);
-    text_.algo = a_.algorithms == std::vector<std::string>{"cocod", "ssgd", "local", "pipe"} ? "all" : cli::join(a_.algorithms);
+    text_.algo = a_.algorithms == all_keys() ? "all" : cli::join(a_.algorithms);
     text_.period = a_.auto_period ? "auto" : std::to_string(a_.period);
     text_.sampling = cli::join(a_.samplings);
     text_.latency = a_.latency_us ? cli::number_text(*a_.latency_us) : "auto";
@@ -127,6 +138,7 @@ class Cli {
     add_algorithms();
     add_link();
     add_training();
+    add_family();
     add_output();
   }
 
@@ -135,6 +147,7 @@ class Cli {
   /// Parses the command line: --help prints the options and exits 0; a bad value or an unknown
   /// flag prints a message naming the flag and exits 2.
   Args parse(int argc, char** argv) {
+    program_ = argc > 0 ? argv[0] : "example";
     cli::parse(app_, argc, argv);
     return settings();
   }
@@ -147,6 +160,7 @@ class Cli {
   void add_link();
   void add_mpi(const char* group);
   void add_training();
+  void add_family();
   void add_output();
   Args settings() const;
 
@@ -157,12 +171,16 @@ class Cli {
     std::vector<std::string> slowdown;  // one entry per --slowdown
   } text_;  // options read as text, turned into a_'s fields by settings()
   bool no_progress_ = false;
+  std::string program_ = "example";
 };
 
 inline void Cli::add_algorithms() {
   const char* g = "Algorithms";
-  app_.add_option("--algo", text_.algo, "algorithms to run, comma-separated: cocod, ssgd, local, pipe or all")
-      ->type_name("LIST")->capture_default_str()->check(cli::list_of({"cocod", "ssgd", "local", "pipe", "all"}))->group(g);
+  app_.add_option("--algo", text_.algo,
+                  "algorithms to run, comma-separated: cocod, ssgd, local, pipe, overlap-local\n"
+                  "or all (the first four); a key may add +outer, +bf16|fp16|int8, +fN, +lerp\n"
+                  "(cocod+outer+int8+f4: the outer step, int8 deviations, 4 fragments)")
+      ->type_name("LIST")->capture_default_str()->check(algorithm_list())->group(g);
   app_.add_option("--period", text_.period,
                   "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
                   "all-reduce, measured and re-checked during the run")
@@ -238,6 +256,36 @@ inline void Cli::add_training() {
       ->type_name("S")->capture_default_str()->check(cli::whole(0, 1000000000000000000ull))->group(g);
 }
 
+inline void Cli::add_family() {
+  const char* g = "Outer optimizer, compression, fragments";
+  app_.add_option("--outer", a_.outer,
+                  "the outer optimizer of cocod and local on each round's average: none,\n"
+                  "sgd (heavy ball) or nesterov (DiLoCo's with the defaults below)")
+      ->type_name("O")->capture_default_str()->check(cli::one_of({"none", "sgd", "nesterov"}))->group(g);
+  app_.add_option("--outer-lr", a_.outer_lr, "the outer learning rate")
+      ->type_name("ETA")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  app_.add_option("--outer-momentum", a_.outer_momentum, "the outer momentum, in [0, 1)")
+      ->type_name("BETA")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
+  app_.add_option("--compress", a_.compress,
+                  "what cocod, local and overlap-local send: none (the model), or bf16,\n"
+                  "fp16 or int8 deviations from the outer model, with error feedback")
+      ->type_name("C")->capture_default_str()->check(cli::one_of({"none", "bf16", "fp16", "int8"}))->group(g);
+  app_.add_option("--compress-block", a_.compress_block, "elements per scale of fp16 and int8")
+      ->type_name("B")->capture_default_str()->check(cli::whole(1, 1ull << 30))->group(g);
+  app_.add_option("--fragments", a_.fragments, "cocod exchanges one of F slices of the model per round")
+      ->type_name("F")->capture_default_str()->check(cli::whole(1, 1ull << 20))->group(g);
+  app_.add_option("--fragment-merge", a_.fragment_merge,
+                  "how a fragment's average merges: add-back (keeps the progress made\n"
+                  "while it was in flight) or lerp (with --fragment-alpha)")
+      ->type_name("M")->capture_default_str()->check(cli::one_of({"add-back", "lerp"}))->group(g);
+  app_.add_option("--fragment-alpha", a_.fragment_alpha, "lerp's weight of the local model, in [0, 1]")
+      ->type_name("A")->capture_default_str()->check(cli::real(0, 1))->group(g);
+  app_.add_option("--pull-alpha", a_.pull_alpha, "overlap-local: the pull towards the anchor, in (0, 1]")
+      ->type_name("A")->capture_default_str()->check(cli::real(0, 1, true, false))->group(g);
+  app_.add_option("--anchor-momentum", a_.anchor_momentum, "overlap-local: the anchor momentum, in [0, 1)")
+      ->type_name("MU")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
+}
+
 inline void Cli::add_output() {
   const char* g = "Output";
   app_.add_option("--csv", a_.csv, "also write the per-round log of every algorithm to FILE.<algorithm>")
@@ -270,7 +318,7 @@ inline Args Cli::settings() const {
   Args a = a_;
   a.algorithms.clear();
   for (const auto& item : cli::split(text_.algo)) {
-    if (item == "all") a.algorithms = {"cocod", "ssgd", "local", "pipe"};
+    if (item == "all") a.algorithms.insert(a.algorithms.end(), all_keys().begin(), all_keys().end());
     else a.algorithms.push_back(item);
   }
   a.auto_period = text_.period == "auto";
@@ -286,6 +334,8 @@ inline Args Cli::settings() const {
   a.link_given = given("--bandwidth") || given("--latency");
   a.cosine = text_.lr_schedule == "cosine";
   if (no_progress_) a.progress = false;
+  if (a.outer == "nesterov" && a.outer_momentum == 0.0)
+    cli::refuse(program_, "--outer nesterov needs --outer-momentum > 0");
   return a;
 }
 

@@ -25,15 +25,21 @@ struct LearningRate {
 };
 using Schedule = cocod::schedule::Adaptive<LearningRate>;
 
-inline const char* display_name(const std::string& key) {
-  if (key == "cocod") return "CoCoD-SGD";
-  if (key == "ssgd") return "S-SGD";
-  if (key == "local") return "Local-SGD";
-  return "Pipe-SGD";
+/// "CoCoD-SGD", or with a variant's modifiers "CoCoD-SGD+outer+int8+f4".
+inline std::string display_name(const std::string& key) {
+  const Variant v = Variant::parse(key);
+  const std::string& b = v.base;
+  const std::string name = b == "cocod" ? "CoCoD-SGD" : b == "ssgd" ? "S-SGD" : b == "local" ? "Local-SGD"
+                           : b == "overlap-local" ? "Overlap-Local-SGD" : "Pipe-SGD";
+  const auto plus = key.find('+');
+  return plus == std::string::npos ? name : name + key.substr(plus);
 }
 
 /// S-SGD and Pipe-SGD communicate every step: with --period auto each step is their round.
-inline bool per_step(const std::string& key) { return key == "ssgd" || key == "pipe"; }
+inline bool per_step(const std::string& key) {
+  const std::string b = Variant::parse(key).base;
+  return b == "ssgd" || b == "pipe";
+}
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
@@ -59,12 +65,29 @@ inline std::string checkpoint_folder(const Args& args, const std::string& key, c
   return args.checkpoint + "/" + key + (args.samplings.size() > 1 ? "." + sampling : "");
 }
 
+/// The options of algorithm `key`: the command line's, with the family's flags where the
+/// algorithm takes them and the key's modifiers.
 inline cocod::Options options_for(const std::string& key, const Args& args) {
-  return {.learning_rate = args.learning_rate, .momentum = args.momentum,
-          .period = per_step(key) && args.auto_period ? 1 : args.period, .batch_size = args.batch, .seed = args.seed,
-          .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
-                        : args.non_finite == "off" ? cocod::NonFinite::off
-                                                   : cocod::NonFinite::raise};
+  cocod::Options o{.learning_rate = args.learning_rate, .momentum = args.momentum,
+                   .period = per_step(key) && args.auto_period ? 1 : args.period, .batch_size = args.batch, .seed = args.seed,
+                   .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
+                                 : args.non_finite == "off" ? cocod::NonFinite::off
+                                                            : cocod::NonFinite::raise};
+  const Variant v = Variant::parse(key);
+  if (v.takes_outer() && (v.outer || args.outer != "none"))
+    o.outer = cocod::Outer{args.outer_lr, args.outer_momentum, args.outer != "sgd" && args.outer_momentum > 0.0};
+  if (v.takes_compress()) {
+    o.compress = v.compress != cocod::Compression::none ? v.compress : cocod::compress::parse(args.compress);
+    o.compress_block = args.compress_block;
+  }
+  if (v.takes_fragments()) {
+    o.fragments = v.fragments > 0 ? v.fragments : args.fragments;
+    o.fragment_merge = v.lerp || args.fragment_merge == "lerp" ? cocod::FragmentMerge::lerp : cocod::FragmentMerge::add_back;
+    o.fragment_alpha = args.fragment_alpha;
+  }
+  o.pull_alpha = args.pull_alpha;
+  o.anchor_momentum = args.anchor_momentum;
+  return o;
 }
 
 inline Schedule schedule_for(const std::string& key, const std::string& sampling, const Args& args) {
@@ -104,9 +127,11 @@ void record_curve(Result& result, Model& model, Observer<Model>& observer, Evalu
 /// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`.
 template <class Model, class Comm, class Go>
 void with_optimizer(const std::string& key, Comm comm, const cocod::Options& o, const Schedule& s, Go&& go) {
-  if (key == "cocod") go(cocod::Optimizer<Model, Comm, Schedule>{comm, o, s});
-  else if (key == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, s});
-  else if (key == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, s});
+  const std::string b = Variant::parse(key).base;
+  if (b == "cocod") go(cocod::Optimizer<Model, Comm, Schedule>{comm, o, s});
+  else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, s});
+  else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, s});
+  else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule>{comm, o, s});
   else go(cocod::PipeSGD<Model, Comm, Schedule>{comm, o, s});
 }
 
@@ -121,7 +146,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
   const Schedule schedule = schedule_for(key, sampling, args);
   if (!args.trace.empty())
     result.timeline = std::make_shared<cocod::trace::Timeline>(
-        std::string(display_name(key)) + (args.samplings.size() > 1 ? " (" + sampling + ")" : ""), runner.size());
+        display_name(key) + (args.samplings.size() > 1 ? " (" + sampling + ")" : ""), runner.size());
   auto train = [&](auto comm, int rank) {
     const auto r = static_cast<std::size_t>(rank);
     Model model{make(rank, comm.size()), r < args.slowdown.size() ? args.slowdown[r] : 1.0};

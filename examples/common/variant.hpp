@@ -1,0 +1,84 @@
+#pragma once
+// An algorithm of the command line (--algo) and its variant: a key such as "cocod", or
+// "cocod+outer+int8+f4" (CoCoD-SGD with the outer Nesterov step, int8 deviations and 4
+// fragments), so that one run compares several settings side by side. Example code, not part
+// of the library.
+#include <cocod.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace example {
+
+/// The algorithms --algo knows, and what "all" stands for.
+inline const std::vector<std::string>& algorithm_keys() {
+  static const std::vector<std::string> keys{"cocod", "ssgd", "local", "pipe", "overlap-local"};
+  return keys;
+}
+inline const std::vector<std::string>& all_keys() {
+  static const std::vector<std::string> keys{"cocod", "ssgd", "local", "pipe"};
+  return keys;
+}
+
+/// A key split into its algorithm and its modifiers: outer (the outer optimizer of --outer,
+/// Nesterov unless --outer sgd), bf16 / fp16 / int8 (compression), fN (N fragments), lerp.
+struct Variant {
+  std::string base;
+  bool outer = false, lerp = false;
+  cocod::Compression compress = cocod::Compression::none;
+  std::size_t fragments = 0;  // 0: as --fragments says
+
+  /// The variant of `key`; `error` gets why a key is not one (and the result is then empty).
+  static Variant parse(const std::string& key, std::string* error = nullptr) {
+    Variant v;
+    std::size_t at = key.find('+');
+    v.base = key.substr(0, at);
+    auto fail = [&](const std::string& why) {
+      if (error) *error = why;
+      return Variant{};
+    };
+    bool known = false;
+    for (const auto& k : algorithm_keys()) known = known || v.base == k;
+    if (!known) return fail("unknown '" + v.base + "' (choose from " + cli::join(algorithm_keys(), ", ") + ", all)");
+    while (at != std::string::npos) {
+      const std::size_t next = key.find('+', at + 1);
+      const std::string m = key.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+      unsigned long long f = 0;
+      if (m == "outer") v.outer = true;
+      else if (m == "lerp") v.lerp = true;
+      else if (m == "bf16" || m == "fp16" || m == "int8") v.compress = cocod::compress::parse(m);
+      else if (m.size() > 1 && m[0] == 'f' && cli::parse_whole(m.substr(1), 1, 1u << 20, f)) v.fragments = f;
+      else return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp)");
+      at = next;
+    }
+    if (v.outer && v.base != "cocod" && v.base != "local") return fail("'" + key + "': outer applies to cocod and local");
+    if (v.compress != cocod::Compression::none && (v.base == "ssgd" || v.base == "pipe"))
+      return fail("'" + key + "': compression applies to cocod, local and overlap-local");
+    if ((v.fragments > 0 || v.lerp) && v.base != "cocod") return fail("'" + key + "': fragments apply to cocod only");
+    return v;
+  }
+  [[nodiscard]] bool takes_outer() const { return base == "cocod" || base == "local"; }
+  [[nodiscard]] bool takes_compress() const { return base != "ssgd" && base != "pipe"; }
+  [[nodiscard]] bool takes_fragments() const { return base == "cocod"; }
+};
+
+/// --algo's check: a comma-separated list of keys with modifiers, or "all".
+inline CLI::Validator algorithm_list() {
+  return CLI::Validator(
+      [](std::string& text) {
+        const auto items = cli::split(text);
+        if (items.empty()) return "needs at least one of " + cli::join(algorithm_keys(), ", ") + ", all" + cli::got(text);
+        for (const auto& item : items) {
+          if (item == "all") continue;
+          std::string error;
+          Variant::parse(item, &error);
+          if (!error.empty()) return error;
+        }
+        return std::string();
+      },
+      "");
+}
+
+}  // namespace example
