@@ -10,8 +10,10 @@
 #include <boost/mpi/communicator.hpp>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -393,6 +395,221 @@ TEST_CASE("a rank late by less than the stall timeout is waited for") {
     if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     comm.all_reduce(std::span<double>(v));
     CHECK(v == std::vector<double>(7, static_cast<double>(comm.size() * comm.size())));
+  }
+}
+
+// --- Byte collectives ---------------------------------------------------------------------------
+
+namespace {
+static_assert(cocod::comm::ByteCollectives<Mpi>);
+
+std::byte pattern(int from, int to, std::size_t k) {
+  return static_cast<std::byte>((from * 37 + to * 11 + static_cast<int>(k) * 3 + 1) & 0xff);
+}
+// N blocks of b bytes from `rank`: block j, for rank j, holds pattern(rank, j, .).
+std::vector<std::byte> blocks_from(int rank, int N, std::size_t b) {
+  std::vector<std::byte> v(static_cast<std::size_t>(N) * b);
+  for (int j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < b; ++k) v[static_cast<std::size_t>(j) * b + k] = pattern(rank, j, k);
+  return v;
+}
+// What `rank` receives from the all-to-all of blocks_from: block q holds pattern(q, rank, .).
+std::vector<std::byte> blocks_to(int rank, int N, std::size_t b) {
+  std::vector<std::byte> v(static_cast<std::size_t>(N) * b);
+  for (int q = 0; q < N; ++q)
+    for (std::size_t k = 0; k < b; ++k) v[static_cast<std::size_t>(q) * b + k] = pattern(q, rank, k);
+  return v;
+}
+// The all-gather of every rank's block 0.
+std::vector<std::byte> gathered(int N, std::size_t b) { return blocks_to(0, N, b); }
+
+// Polls ready() (which advances the collective under MpiProgress::caller) until it is true.
+template <class Request>
+bool poll_ready(Request& request) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!request.ready())
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("all_to_all and all_gather move every block to its rank, every progress design") {
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Mpi comm = with(d);
+    Watchdog watchdog(std::string("byte collectives (") + cocod::comm::to_string(d.progress) + ")",
+                      std::chrono::seconds(30));
+    const int r = comm.rank(), N = comm.size();
+    for (std::size_t b : {0u, 1u, 7u, 4096u}) {
+      CAPTURE(b);
+      const auto send = blocks_from(r, N, b);
+      std::vector<std::byte> recv(send.size(), std::byte{0xee});
+      comm.all_to_all(send, recv);
+      CHECK(recv == blocks_to(r, N, b));
+      std::vector<std::byte> recv2(send.size());
+      auto request = comm.all_to_all_async(send, recv2);
+      CHECK(poll_ready(request));
+      request.wait();
+      CHECK(recv2 == blocks_to(r, N, b));
+
+      const std::span<const std::byte> mine(send.data(), b);
+      std::vector<std::byte> all(send.size());
+      comm.all_gather(mine, all);
+      CHECK(all == gathered(N, b));
+      std::vector<std::byte> all2(send.size());
+      auto gather = comm.all_gather_async(mine, all2);
+      CHECK(poll_ready(gather));
+      gather.wait();
+      CHECK(all2 == gathered(N, b));
+      std::vector<std::byte> in_place(send.size());  // this rank's block of recv is the one it sends
+      std::copy_n(send.begin(), b, in_place.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * b));
+      auto own = std::span<const std::byte>(in_place).subspan(static_cast<std::size_t>(r) * b, b);
+      comm.all_gather_async(own, in_place).wait();
+      CHECK(in_place == gathered(N, b));
+    }
+    std::vector<std::byte> nine(9), twelve(12);
+    const std::string n = std::to_string(N);
+    CHECK_THROWS_WITH_AS(comm.all_gather(nine, twelve),
+                         ("cocod::comm::Mpi::all_gather: recv must hold " + n + (N == 1 ? " block" : " blocks") +
+                          " of send's size (got send 9 bytes, recv 12 bytes, " + n + (N == 1 ? " worker)" : " workers)"))
+                             .c_str(),
+                         std::invalid_argument);
+    CHECK_THROWS_AS((void)comm.all_to_all_async(nine, twelve), std::invalid_argument);
+  }
+}
+
+TEST_CASE("byte collectives run in posting order with all_reduce_async, whichever rank runs ahead") {
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Mpi comm = with(d);
+    Watchdog watchdog(std::string("byte collectives among all-reduces (") + cocod::comm::to_string(d.progress) + ")",
+                      std::chrono::seconds(30));
+    const int r = comm.rank(), N = comm.size();
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::vector<double> a(1000, 1.0), c(7, 2.0);
+    const auto send = blocks_from(r, N, 100);
+    std::vector<std::byte> recv(send.size()), all(send.size()), blocking(send.size());
+    auto r1 = comm.all_reduce_async(std::span<double>(a));
+    auto r2 = comm.all_to_all_async(send, recv);
+    auto r3 = comm.all_reduce_async(std::span<double>(c));
+    auto r4 = comm.all_gather_async(std::span<const std::byte>(send).first(100), all);
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    comm.all_to_all(send, blocking);  // runs once the four posted ones completed
+    CHECK(r4.ready());
+    r4.wait();
+    r2.wait();
+    r3.wait();
+    r1.wait();
+    CHECK(a == std::vector<double>(1000, N));
+    CHECK(c == std::vector<double>(7, 2.0 * N));
+    CHECK(recv == blocks_to(r, N, 100));
+    CHECK(blocking == blocks_to(r, N, 100));
+    CHECK(all == gathered(N, 100));
+    CHECK(r1.completed_at() <= r2.completed_at());
+    CHECK(r2.completed_at() <= r3.completed_at());
+    CHECK(r3.completed_at() <= r4.completed_at());
+  }
+}
+
+TEST_CASE("ready() is false until every rank posted the collective") {
+  const int N = world->size();
+  if (N == 1) return;
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Mpi comm = with(d);
+    Watchdog watchdog(std::string("ready() behind a gate (") + cocod::comm::to_string(d.progress) + ")",
+                      std::chrono::seconds(30));
+    const int r = comm.rank();
+    const auto send = blocks_from(r, N, 32);
+    std::vector<std::byte> recv(send.size());
+    CHECK(Mpi::Request{}.ready());
+    // Rank 1 posts only once rank 0 has looked at its request: it cannot have completed then.
+    constexpr int gate_tag = 0x6a7e;
+    char token = 0;
+    if (r == 1) MPI_Recv(&token, 1, MPI_CHAR, 0, gate_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    auto request = comm.all_to_all_async(send, recv);
+    if (r == 0) {
+      CHECK_FALSE(request.ready());
+      MPI_Send(&token, 1, MPI_CHAR, 1, gate_tag, MPI_COMM_WORLD);
+    }
+    CHECK(poll_ready(request));
+    request.wait();
+    CHECK(request.ready());
+    CHECK(recv == blocks_to(r, N, 32));
+  }
+}
+
+TEST_CASE("byte collectives that differ between ranks raise the same DistributedError on every rank") {
+  const int N = world->size();
+  if (N == 1) return;
+  for (const auto& d : designs) {
+    for (const bool posted : {false, true}) {
+      for (const bool kinds : {false, true}) {
+        CAPTURE(cocod::comm::to_string(d.progress));
+        CAPTURE(posted);
+        CAPTURE(kinds);
+        Mpi comm = with(d);
+        Watchdog watchdog("mismatched byte collectives", std::chrono::seconds(30));
+        const int r = comm.rank();
+        // kinds: rank 0 gathers blocks of 4 bytes while the others exchange them; else rank 0
+        // exchanges blocks of 3 bytes and the others of 4.
+        const std::size_t b = !kinds && r == 0 ? 3 : 4;
+        const auto send = blocks_from(r, N, b);
+        std::vector<std::byte> recv(send.size());
+        auto call = [&] {
+          const bool gather = kinds && r == 0;
+          if (!posted) {
+            if (gather) return comm.all_gather(std::span<const std::byte>(send).first(b), recv);
+            return comm.all_to_all(send, recv);
+          }
+          auto request = gather ? comm.all_gather_async(std::span<const std::byte>(send).first(b), recv)
+                                : comm.all_to_all_async(send, recv);
+          request.wait();
+        };
+        const std::string mismatch =
+            std::string("workers called mismatched collectives (rank 0: ") +
+            (kinds ? "all_gather of blocks of 4 bytes; " : "all_to_all of blocks of 3 bytes; ") + others(N) +
+            ": all_to_all of blocks of 4 bytes)";
+        CHECK_THROWS_WITH_AS(call(), ("cocod::comm::Mpi: " + mismatch).c_str(), cocod::DistributedError);
+        CHECK_THROWS_WITH_AS(call(), ("cocod::comm::Mpi: collective aborted: " + mismatch).c_str(), cocod::Aborted);
+      }
+    }
+    // A byte collective against an all-reduce.
+    Mpi comm = with(d);
+    Watchdog watchdog("a byte collective against an all-reduce", std::chrono::seconds(30));
+    std::vector<double> v(5, 1.0);
+    std::vector<std::byte> one(1), all(static_cast<std::size_t>(N));
+    auto call = [&] {
+      if (comm.rank() == 0) return comm.all_gather(one, all);
+      comm.all_reduce(std::span<double>(v));
+    };
+    CHECK_THROWS_WITH_AS(call(),
+                         ("cocod::comm::Mpi: workers called mismatched collectives (rank 0: all_gather of blocks of 1 "
+                          "byte; " + others(N) + ": all_reduce of 5 doubles)")
+                             .c_str(),
+                         cocod::DistributedError);
+  }
+}
+
+TEST_CASE("a rank whose communicator goes away fails its peers' next byte collective instead of hanging it") {
+  const int N = world->size();
+  if (N == 1) return;
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    Watchdog watchdog("a byte collective after a rank left", std::chrono::seconds(30));
+    std::optional<Mpi> comm(with(d));
+    std::vector<std::byte> one(2), all(2 * static_cast<std::size_t>(N));
+    comm->all_gather(one, all);
+    if (comm->rank() == 1) {
+      comm.reset();  // reports the mismatch on its stderr
+      continue;
+    }
+    const std::string callers = N == 2 ? "rank 0 calls" : N == 3 ? "ranks 0, 2 call" : "ranks 0, 2, 3 call";
+    CHECK_THROWS_WITH_AS(comm->all_gather_async(one, all).wait(),
+                         ("cocod::comm::Mpi: rank 1 returned while " + callers +
+                          " all_gather of blocks of 2 bytes (the workers called different sequences of collectives)")
+                             .c_str(),
+                         cocod::DistributedError);
   }
 }
 

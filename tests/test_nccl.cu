@@ -7,6 +7,9 @@
 
 #include <thrust/device_vector.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 #include "support_device.hpp"
@@ -35,6 +38,30 @@ TEST_CASE("NCCL all_reduce and broadcast on device and host buffers") {
     auto r = comm.all_reduce_async(cocod::as_span(v));
     r.wait();
     CHECK(v[0] == static_cast<float>(N * N * (N + 1) / 2));
+  });
+}
+
+TEST_CASE("NCCL all_to_all and all_gather of device bytes") {
+  const auto devices = all_devices();
+  const int N = static_cast<int>(devices.size());
+  constexpr std::size_t b = 1000;
+  auto bytes = [](thrust::device_vector<unsigned char>& v) {
+    return cocod::device_span<std::byte>(reinterpret_cast<std::byte*>(thrust::raw_pointer_cast(v.data())), v.size());
+  };
+  cocod::comm::Nccl::run(devices, [&](cocod::comm::Nccl comm) {
+    const int r = comm.rank();
+    std::vector<unsigned char> host(static_cast<std::size_t>(N) * b);
+    for (int j = 0; j < N; ++j)  // block j, for rank j: 16 r + j
+      std::fill_n(host.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(j) * b), b,
+                  static_cast<unsigned char>(16 * r + j));
+    thrust::device_vector<unsigned char> send(host.begin(), host.end()), recv(host.size()), all(host.size());
+    auto request = comm.all_to_all_async(bytes(send), bytes(recv));
+    request.wait();
+    CHECK(request.ready());
+    for (int q = 0; q < N; ++q) CHECK(recv[static_cast<std::size_t>(q) * b + b - 1] == 16 * q + r);
+    comm.all_gather(bytes(send).first(b), bytes(all));
+    for (int q = 0; q < N; ++q) CHECK(all[static_cast<std::size_t>(q) * b] == 16 * q);
+    CHECK_THROWS_AS(comm.all_gather(bytes(send).first(b), bytes(all).first(b - 1)), std::invalid_argument);
   });
 }
 

@@ -395,3 +395,224 @@ TEST_CASE("a communication thread that cannot be started stops those started and
                          std::system_error);
   }
 }
+
+// --- Byte collectives ---------------------------------------------------------------------------
+
+namespace {
+// The byte that rank `from` puts at position k of its block for rank `to`.
+std::byte pattern(int from, int to, std::size_t k) {
+  return static_cast<std::byte>((from * 37 + to * 11 + static_cast<int>(k) * 3 + 1) & 0xff);
+}
+// N blocks of b bytes: block j holds pattern(rank, j, .).
+std::vector<std::byte> blocks_from(int rank, int N, std::size_t b) {
+  std::vector<std::byte> v(static_cast<std::size_t>(N) * b);
+  for (int j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < b; ++k) v[static_cast<std::size_t>(j) * b + k] = pattern(rank, j, k);
+  return v;
+}
+// What rank `rank` receives from an all-to-all: block q holds pattern(q, rank, .).
+std::vector<std::byte> blocks_to(int rank, int N, std::size_t b) {
+  std::vector<std::byte> v(static_cast<std::size_t>(N) * b);
+  for (int q = 0; q < N; ++q)
+    for (std::size_t k = 0; k < b; ++k) v[static_cast<std::size_t>(q) * b + k] = pattern(q, rank, k);
+  return v;
+}
+// What every rank receives from an all-gather of each rank's block for rank 0.
+std::vector<std::byte> gathered(int N, std::size_t b) {
+  std::vector<std::byte> v(static_cast<std::size_t>(N) * b);
+  for (int q = 0; q < N; ++q)
+    for (std::size_t k = 0; k < b; ++k) v[static_cast<std::size_t>(q) * b + k] = pattern(q, 0, k);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("all_to_all and all_gather move every block to its rank, blocking and posted") {
+  static_assert(cocod::comm::ByteCollectives<cocod::comm::Threads>);
+  for (int workers : {1, 2, 3, 4}) {
+    CAPTURE(workers);
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      const int r = comm.rank(), N = comm.size();
+      for (std::size_t b : {0u, 1u, 5u, 1000u}) {
+        CAPTURE(b);
+        const auto send = blocks_from(r, N, b);
+        std::vector<std::byte> recv(send.size(), std::byte{0xee});
+        comm.all_to_all(send, recv);
+        CHECK(recv == blocks_to(r, N, b));
+        std::vector<std::byte> recv2(send.size());
+        auto request = comm.all_to_all_async(send, recv2);
+        request.wait();
+        CHECK(request.ready());
+        CHECK(recv2 == blocks_to(r, N, b));
+
+        const std::span<const std::byte> mine(send.data(), b);  // block 0: pattern(r, 0, .)
+        std::vector<std::byte> all(send.size());
+        comm.all_gather(mine, all);
+        CHECK(all == gathered(N, b));
+        std::vector<std::byte> all2(send.size());
+        auto gather = comm.all_gather_async(mine, all2);
+        gather.wait();
+        CHECK(all2 == gathered(N, b));
+        // In place: this rank's block of recv is the one it sends.
+        std::vector<std::byte> in_place(send.size());
+        std::copy_n(send.begin(), b, in_place.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * b));
+        comm.all_gather(std::span<const std::byte>(in_place).subspan(static_cast<std::size_t>(r) * b, b), in_place);
+        CHECK(in_place == gathered(N, b));
+      }
+    });
+  }
+}
+
+TEST_CASE("byte collectives run in posting order with all_reduce_async") {
+  for (int workers : {2, 3, 4}) {
+    CAPTURE(workers);
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      const int r = comm.rank(), N = comm.size();
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the others run ahead
+      std::vector<double> a(100, 1.0), c(7, 2.0);
+      const auto send = blocks_from(r, N, 64);
+      std::vector<std::byte> recv(send.size()), all(send.size());
+      auto r1 = comm.all_reduce_async(std::span<double>(a));
+      auto r2 = comm.all_to_all_async(send, recv);
+      auto r3 = comm.all_reduce_async(std::span<double>(c));
+      auto r4 = comm.all_gather_async(std::span<const std::byte>(send).first(64), all);
+      std::vector<std::byte> blocking(send.size());
+      comm.all_to_all(send, blocking);  // after the four posted ones
+      CHECK(r4.ready());
+      r4.wait();
+      r3.wait();
+      r2.wait();
+      r1.wait();
+      CHECK(a == std::vector<double>(100, N));
+      CHECK(c == std::vector<double>(7, 2.0 * N));
+      CHECK(recv == blocks_to(r, N, 64));
+      CHECK(blocking == blocks_to(r, N, 64));
+      CHECK(all == gathered(N, 64));
+      CHECK(r1.completed_at() <= r2.completed_at());
+      CHECK(r2.completed_at() <= r3.completed_at());
+      CHECK(r3.completed_at() <= r4.completed_at());
+    });
+  }
+}
+
+TEST_CASE("ready() is false until every worker posted the collective, then true without wait()") {
+  for (int workers : {2, 3, 4}) {
+    for (const bool gather : {false, true}) {
+      CAPTURE(workers);
+      CAPTURE(gather);
+      std::atomic<bool> checked{false};
+      cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+        const int r = comm.rank(), N = comm.size();
+        const auto send = blocks_from(r, N, 16);
+        std::vector<std::byte> recv(send.size());
+        auto post = [&] {
+          return gather ? comm.all_gather_async(std::span<const std::byte>(send).first(16), recv)
+                        : comm.all_to_all_async(send, recv);
+        };
+        CHECK(cocod::comm::Threads::Request{}.ready());  // nothing to wait for
+        if (r == 1)  // the gate: worker 1 posts only once worker 0 looked
+          while (!checked) std::this_thread::yield();
+        auto request = post();
+        if (r == 0) {
+          CHECK_FALSE(request.ready());  // worker 1 has not posted: it cannot have completed
+          checked = true;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!request.ready() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        CHECK(request.ready());
+        request.wait();
+        CHECK(request.ready());
+        CHECK(recv == (gather ? gathered(N, 16) : blocks_to(r, N, 16)));
+      });
+    }
+  }
+}
+
+TEST_CASE("byte collectives that differ between workers raise DistributedError on every worker") {
+  struct Case {
+    const char* what;
+    const char* expected;  // worker 0's message, as it describes worker 1's call
+  };
+  for (const Case& c : {Case{"block sizes", "(worker 0: all_to_all of blocks of 3 bytes; worker 1: all_to_all of "
+                                           "blocks of 4 bytes)"},
+                        Case{"kinds", "(worker 0: all_gather of blocks of 4 bytes; worker 1: all_to_all of blocks "
+                                      "of 4 bytes)"},
+                        Case{"bytes and doubles", "(worker 0: all_gather of blocks of 4 bytes; worker 1: all_reduce "
+                                                  "of 4 doubles)"}}) {
+    for (int workers : {2, 3}) {
+      CAPTURE(c.what);
+      CAPTURE(workers);
+      std::atomic<int> errors{0};
+      CHECK_THROWS_AS(
+          cocod::comm::Threads::run(workers,
+                                    [&](cocod::comm::Threads comm) {
+                                      const int r = comm.rank(), N = comm.size();
+                                      const std::string what = c.what;
+                                      const std::size_t b = what == "block sizes" && r == 0 ? 3 : 4;
+                                      const auto send = blocks_from(r, N, b);
+                                      std::vector<std::byte> recv(send.size());
+                                      std::vector<double> v(4, 1.0);
+                                      try {
+                                        if (r == 0 && what != "block sizes")
+                                          comm.all_gather(std::span<const std::byte>(send).first(b), recv);
+                                        else if (what == "bytes and doubles")
+                                          comm.all_reduce(std::span<double>(v));
+                                        else
+                                          comm.all_to_all_async(send, recv).wait();
+                                      } catch (const cocod::DistributedError& e) {
+                                        const std::string m = e.what();
+                                        CHECK(m.find("mismatched collectives") != std::string::npos);
+                                        if (r == 0) CHECK(m.find(c.expected) != std::string::npos);
+                                        ++errors;
+                                        throw;
+                                      }
+                                    }),
+          cocod::DistributedError);
+      CHECK(errors == workers);
+    }
+  }
+}
+
+TEST_CASE("a worker that returns while another waits in a byte collective does not hang it") {
+  CHECK_THROWS_WITH_AS(cocod::comm::Threads::run(2,
+                                                 [&](cocod::comm::Threads comm) {
+                                                   if (comm.rank() == 0) return;
+                                                   std::vector<std::byte> send(4), recv(4);
+                                                   comm.all_to_all_async(send, recv).wait();
+                                                 }),
+                       doctest::Contains("worker 0 returned while this worker waits in a collective"),
+                       cocod::DistributedError);
+}
+
+TEST_CASE("byte collectives with bad sizes throw invalid_argument naming the call and both sizes") {
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+    std::vector<std::byte> nine(9), ten(10), twelve(12), four(4), eight(8);
+    CHECK_THROWS_WITH_AS(comm.all_to_all(nine, twelve),
+                         "cocod::comm::Threads::all_to_all: send and recv must have the same size, 3 blocks of equal "
+                         "size (got send 9 bytes, recv 12 bytes, 3 workers)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS((void)comm.all_to_all_async(ten, ten),
+                         "cocod::comm::Threads::all_to_all_async: send and recv must have the same size, 3 blocks of "
+                         "equal size (got send 10 bytes, recv 10 bytes, 3 workers)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(comm.all_gather(four, eight),
+                         "cocod::comm::Threads::all_gather: recv must hold 3 blocks of send's size (got send 4 bytes, "
+                         "recv 8 bytes, 3 workers)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS((void)comm.all_gather_async(four, nine), doctest::Contains("all_gather_async: recv must hold"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(comm.all_to_all(nine, nine),
+                         "cocod::comm::Threads::all_to_all: send and recv overlap (send 9 bytes, recv 9 bytes)",
+                         std::invalid_argument);
+    const std::span<std::byte> recv(twelve);
+    const auto other = (comm.rank() + 1) % 3;
+    CHECK_THROWS_WITH_AS(comm.all_gather(recv.subspan(static_cast<std::size_t>(other) * 4, 4), recv),
+                         ("cocod::comm::Threads::all_gather: send and recv overlap, and send is not recv's block " +
+                          std::to_string(comm.rank()) + " (send 4 bytes, recv 12 bytes)")
+                             .c_str(),
+                         std::invalid_argument);
+    // Nothing was posted: the workers are still in step.
+    std::vector<float> v(2, 1.0f);
+    comm.all_reduce(std::span<float>(v));
+    CHECK(v[0] == 3.0f);
+  });
+}

@@ -3,6 +3,7 @@
 // same workers), so optimizers keep them by value.
 #include <chrono>
 #include <concepts>
+#include <cstddef>
 #include <span>
 
 namespace cocod::comm {
@@ -38,6 +39,32 @@ concept Communicator = std::copy_constructible<C> &&
   c.all_reduce(d);
   { c.all_reduce_async(f) } -> std::same_as<typename C::Request>;
   { c.all_reduce_async(d) } -> std::same_as<typename C::Request>;
+};
+
+/// A communicator that also moves opaque bytes in host memory (every built-in host
+/// communicator: comm::Local, comm::Threads, comm::Throttled<C> of one, comm::Mpi). With N =
+/// size() and b bytes per block:
+///  - all_to_all(send, recv): send and recv hold N blocks of b bytes each (equal sizes, not
+///    overlapping); block j of send goes to rank j, block q of recv comes from rank q (block
+///    rank() is a copy of one's own); blocking;
+///  - all_gather(send, recv): send is one block of b bytes, recv N blocks; block q of recv is
+///    rank q's send. send may be recv's block rank() (in place); otherwise they must not overlap;
+///  - all_to_all_async and all_gather_async: the same, returning at once; both buffers belong to
+///    the communicator until the request's wait() returns;
+///  - Request::ready(): whether the collective completed, so that wait() returns at once (a
+///    failed one is ready: wait() rethrows); never blocks, never throws.
+/// Bad sizes throw std::invalid_argument. These take part in the posting order of the other
+/// collectives and in their error handling: workers that call different collectives or block
+/// sizes raise the same DistributedError. It refines Communicator, which stays as it is: a
+/// communicator without byte collectives is still a Communicator.
+template <class C>
+concept ByteCollectives = Communicator<C> &&
+    requires(C& c, std::span<const std::byte> send, std::span<std::byte> recv, typename C::Request& request) {
+  c.all_to_all(send, recv);
+  c.all_gather(send, recv);
+  { c.all_to_all_async(send, recv) } -> std::same_as<typename C::Request>;
+  { c.all_gather_async(send, recv) } -> std::same_as<typename C::Request>;
+  { request.ready() } -> std::same_as<bool>;
 };
 
 }  // namespace cocod::comm

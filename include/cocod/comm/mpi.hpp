@@ -11,8 +11,9 @@
 //                                 there, taking a core from the computation)
 //   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
 //                                 and the collective advances only then and in wait()
-// Blocking collectives (all_reduce, broadcast) run in the caller, in every design, once the
-// posted ones completed: MPI never matches a blocking collective with a non-blocking one.
+// Blocking collectives (all_reduce, broadcast, all_to_all, all_gather) run in the caller, in
+// every design, once the posted ones completed: MPI never matches a blocking collective with a
+// non-blocking one.
 // Every collective is preceded by an exchange of descriptions (collectives.hpp): ranks that call
 // different collectives, or whose communicator went away while others still call, raise the
 // same DistributedError on every rank; MpiOptions::stall_timeout ends a collective that makes
@@ -22,8 +23,10 @@
 // use 0): comm::Mpi then calls MPI_Init_thread itself and loses only the constructor from a
 // boost::mpi::communicator.
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +41,7 @@
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/byte_blocks.hpp"
 #include "cocod/comm/detail/host_staging.hpp"
 #include "cocod/comm/detail/mpi/environment.hpp"
 #include "cocod/comm/detail/mpi/options.hpp"
@@ -58,7 +62,8 @@ namespace cocod::comm {
 ///     }
 ///
 /// Collectives run on a duplicate of the given communicator, so they never match the
-/// application's own messages.
+/// application's own messages. A Request's ready() says whether its collective completed; under
+/// MpiProgress::caller it advances the collectives in flight first, as progress() does.
 class Mpi : public detail::StagedDeviceCollectives<Mpi> {
  public:
   using Request = detail::TicketRequest<mpi_detail::Engine>;
@@ -136,6 +141,33 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
     return Request(engine_.get(), engine_->post(operation(mpi_detail::Op::all_reduce, buffer, 0)));
   }
+  /// Personalized all-to-all of bytes (MPI_Ialltoall of MPI_BYTE): send and recv hold N blocks
+  /// of b bytes each (N = size(), equal sizes, not overlapping); block j of send goes to rank j,
+  /// block q of recv comes from rank q. Blocking: like all_reduce, it runs once the collectives
+  /// posted before it completed. Bad sizes, or blocks of more than 2^31-1 bytes, throw
+  /// std::invalid_argument; ranks that call different collectives or block sizes raise the same
+  /// DistributedError.
+  void all_to_all(std::span<const std::byte> send, std::span<std::byte> recv) {
+    engine_->run(byte_operation(mpi_detail::Op::all_to_all, "cocod::comm::Mpi::all_to_all", send, recv));
+  }
+  /// all_to_all, returning at once: both buffers belong to the communicator until wait() returns.
+  /// It runs after the collectives posted before it, advanced by the progress design.
+  [[nodiscard]] Request all_to_all_async(std::span<const std::byte> send, std::span<std::byte> recv) {
+    return Request(engine_.get(), engine_->post(byte_operation(mpi_detail::Op::all_to_all,
+                                                               "cocod::comm::Mpi::all_to_all_async", send, recv)));
+  }
+  /// All-gather of bytes (MPI_Iallgather of MPI_BYTE): send is one block of b bytes, recv N
+  /// blocks; block q of recv is rank q's send. send may be recv's block rank() (then in place,
+  /// MPI_IN_PLACE); otherwise they must not overlap. Blocking, as all_to_all.
+  void all_gather(std::span<const std::byte> send, std::span<std::byte> recv) {
+    engine_->run(byte_operation(mpi_detail::Op::all_gather, "cocod::comm::Mpi::all_gather", send, recv));
+  }
+  /// all_gather, returning at once: both buffers belong to the communicator until wait() returns.
+  [[nodiscard]] Request all_gather_async(std::span<const std::byte> send, std::span<std::byte> recv) {
+    return Request(engine_.get(), engine_->post(byte_operation(mpi_detail::Op::all_gather,
+                                                               "cocod::comm::Mpi::all_gather_async", send, recv)));
+  }
+
   /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, for clusters
   /// without NCCL; results equal those of host buffers.
   using StagedDeviceCollectives::all_reduce;
@@ -170,6 +202,18 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   template <class T>
   static mpi_detail::Operation operation(mpi_detail::Op op, std::span<T> b, int root) {
     return mpi_detail::Operation(detail::collective(op, b, root));
+  }
+
+  mpi_detail::Operation byte_operation(mpi_detail::Op op, const char* where, std::span<const std::byte> send,
+                                       std::span<std::byte> recv) const {
+    const std::size_t block =
+        op == mpi_detail::Op::all_to_all
+            ? detail::all_to_all_block(where, send.data(), send.size(), recv.data(), recv.size(), size())
+            : detail::all_gather_block(where, send.data(), send.size(), recv.data(), recv.size(), size(), rank());
+    if (block > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw std::invalid_argument(std::string(where) + ": blocks of more than 2^31-1 bytes are not supported (got " +
+                                  std::to_string(block) + " bytes per block)");
+    return mpi_detail::Operation(detail::byte_collective(op, send, recv, block));
   }
 
   std::shared_ptr<mpi_detail::Environment> environment_;

@@ -22,6 +22,7 @@
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/byte_blocks.hpp"
 #include "cocod/comm/detail/worker_threads.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
@@ -70,7 +71,9 @@ struct State {
 /// The communicator of one GPU worker. Collectives on device_span buffers run on the worker's
 /// communication stream after the work already queued on the default (compute) stream, so a
 /// posted all-reduce overlaps the kernels queued after it. Host-memory collectives (the small
-/// set-up agreement of an optimizer) go through a device scratch buffer, blocking.
+/// set-up agreement of an optimizer) go through a device scratch buffer, blocking. The byte
+/// collectives (all_to_all, all_gather) take device buffers only, so Nccl does not satisfy
+/// ByteCollectives, whose buffers are host memory.
 ///
 ///     cocod::comm::Nccl::run({0, 1, 2, 3}, [&](cocod::comm::Nccl comm) { ... });   // one process
 ///     cocod::comm::Nccl comm{id, rank, size, device};   // one process per GPU (id from MPI)
@@ -100,6 +103,9 @@ class Nccl {
       event_ = nullptr;
     }
     [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
+    /// Whether the collective completed on the device (cudaEventQuery), so that wait() returns
+    /// at once. Never blocks, never throws; a CUDA error counts as ready (wait() reports it).
+    [[nodiscard]] bool ready() const noexcept { return !event_ || cudaEventQuery(event_) != cudaErrorNotReady; }
 
    private:
     friend class Nccl;
@@ -192,11 +198,51 @@ class Nccl {
     nccl_detail::check(ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), nccl_detail::type<T>(), ncclSum,
                                      state_->comm, state_->stream),
                        "ncclAllReduce");
-    cudaEvent_t done = nullptr;
-    nccl_detail::check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming | cudaEventBlockingSync),
-                       "cudaEventCreate");
-    nccl_detail::check(cudaEventRecord(done, state_->stream), "cudaEventRecord");
-    return Request(done);
+    return record();
+  }
+
+  /// Personalized all-to-all of device bytes (ncclSend/ncclRecv in one group): send and recv
+  /// hold N blocks of b bytes each (N = size(), equal sizes, not overlapping); block j of send goes
+  /// to rank j, block q of recv comes from rank q. On the communication stream, after the work
+  /// queued on the compute stream; blocking. Bad sizes throw std::invalid_argument. NCCL does not
+  /// check that the ranks call the same collective.
+  void all_to_all(device_span<const std::byte> send, device_span<std::byte> recv) {
+    all_to_all_async(send, recv).wait();
+  }
+  /// all_to_all, returning at once: both buffers belong to the communicator until wait() returns.
+  [[nodiscard]] Request all_to_all_async(device_span<const std::byte> send, device_span<std::byte> recv) {
+    const std::size_t b = detail::all_to_all_block("cocod::comm::Nccl::all_to_all", send.data(), send.size(),
+                                                   recv.data(), recv.size(), size());
+    after_compute();
+    if (b == 0) return record();  // nothing moves (every rank has b = 0)
+    nccl_detail::check(ncclGroupStart(), "ncclGroupStart");
+    for (int q = 0; q < size(); ++q) {
+      const std::size_t at = static_cast<std::size_t>(q) * b;
+      ncclResult_t e = ncclSend(send.data() + at, b, ncclUint8, q, state_->comm, state_->stream);
+      if (e == ncclSuccess) e = ncclRecv(recv.data() + at, b, ncclUint8, q, state_->comm, state_->stream);
+      if (e != ncclSuccess) {
+        ncclGroupEnd();  // close the group before reporting
+        nccl_detail::check(e, "ncclSend/ncclRecv");
+      }
+    }
+    nccl_detail::check(ncclGroupEnd(), "ncclGroupEnd");
+    return record();
+  }
+  /// All-gather of device bytes (ncclAllGather of ncclUint8): send is one block of b bytes, recv
+  /// N blocks; block q of recv is rank q's send. send may be recv's block rank() (in place);
+  /// otherwise they must not overlap. Blocking.
+  void all_gather(device_span<const std::byte> send, device_span<std::byte> recv) {
+    all_gather_async(send, recv).wait();
+  }
+  /// all_gather, returning at once: both buffers belong to the communicator until wait() returns.
+  [[nodiscard]] Request all_gather_async(device_span<const std::byte> send, device_span<std::byte> recv) {
+    const std::size_t b = detail::all_gather_block("cocod::comm::Nccl::all_gather", send.data(), send.size(),
+                                                   recv.data(), recv.size(), size(), rank());
+    after_compute();
+    if (b == 0) return record();
+    nccl_detail::check(ncclAllGather(send.data(), recv.data(), b, ncclUint8, state_->comm, state_->stream),
+                       "ncclAllGather");
+    return record();
   }
 
   // Host buffers: through the device scratch buffer, blocking.
@@ -218,6 +264,18 @@ class Nccl {
 
  private:
   explicit Nccl(std::shared_ptr<nccl_detail::State> s) : state_(std::move(s)) {}
+
+  // The request of what was just queued on the communication stream: an event recorded after it.
+  Request record() {
+    cudaEvent_t done = nullptr;
+    nccl_detail::check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming | cudaEventBlockingSync),
+                       "cudaEventCreate");
+    if (const cudaError_t e = cudaEventRecord(done, state_->stream); e != cudaSuccess) {
+      cudaEventDestroy(done);
+      nccl_detail::check(e, "cudaEventRecord");
+    }
+    return Request(done);
+  }
 
   // The communication stream waits for everything queued so far on the compute (default) stream.
   void after_compute() {

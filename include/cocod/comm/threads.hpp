@@ -1,5 +1,6 @@
 #pragma once
 // N workers as threads of one process, for tests, laptops and simulated clusters.
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/byte_blocks.hpp"
 #include "cocod/comm/detail/host_staging.hpp"
 #include "cocod/comm/detail/thread_group.hpp"
 #include "cocod/comm/detail/worker_threads.hpp"
@@ -29,8 +31,8 @@ namespace cocod::comm {
 ///     });
 ///
 /// Each worker has a communication thread that runs its collectives in posting order, so
-/// all_reduce_async overlaps the worker's computation. Sums are taken in rank order: the result
-/// is bitwise the same whatever the thread timing.
+/// all_reduce_async (and all_to_all_async, all_gather_async) overlaps the worker's computation.
+/// Sums are taken in rank order: the result is bitwise the same whatever the thread timing.
 class Threads : public detail::StagedDeviceCollectives<Threads> {
  public:
   using Request = detail::TicketRequest<detail::Channel>;
@@ -68,6 +70,30 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
     return post(detail::collective(detail::Op::all_reduce, buffer, 0));
   }
 
+  /// Personalized all-to-all of bytes: send and recv hold N blocks of b bytes each (N = size(),
+  /// equal sizes, not overlapping); block j of send goes to worker j, block q of recv comes from
+  /// worker q (block rank() is a copy of one's own). Blocking. Bad sizes throw
+  /// std::invalid_argument; workers that call different collectives or block sizes raise the
+  /// same DistributedError, as all_reduce does.
+  void all_to_all(std::span<const std::byte> send, std::span<std::byte> recv) {
+    post_bytes(detail::Op::all_to_all, "cocod::comm::Threads::all_to_all", send, recv).wait();
+  }
+  /// all_to_all, returning at once: both buffers belong to the communicator until wait() returns.
+  /// It runs after the collectives this worker posted before it.
+  [[nodiscard]] Request all_to_all_async(std::span<const std::byte> send, std::span<std::byte> recv) {
+    return post_bytes(detail::Op::all_to_all, "cocod::comm::Threads::all_to_all_async", send, recv);
+  }
+  /// All-gather of bytes: send is one block of b bytes, recv N blocks of b bytes; block q of recv
+  /// is worker q's send. send may be recv's block rank() (in place); otherwise they must not
+  /// overlap. Blocking.
+  void all_gather(std::span<const std::byte> send, std::span<std::byte> recv) {
+    post_bytes(detail::Op::all_gather, "cocod::comm::Threads::all_gather", send, recv).wait();
+  }
+  /// all_gather, returning at once: both buffers belong to the communicator until wait() returns.
+  [[nodiscard]] Request all_gather_async(std::span<const std::byte> send, std::span<std::byte> recv) {
+    return post_bytes(detail::Op::all_gather, "cocod::comm::Threads::all_gather_async", send, recv);
+  }
+
   /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory, in the same
   /// order of summation, so results equal those of host buffers.
   using StagedDeviceCollectives::all_reduce;
@@ -77,6 +103,13 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
  private:
   Threads(std::shared_ptr<detail::Group> g, int rank) : group_(std::move(g)), rank_(rank) {}
   Request post(const detail::Job& job) { return Request(&group_->channel(rank_), group_->post(rank_, job)); }
+  Request post_bytes(detail::Op op, const char* where, std::span<const std::byte> send, std::span<std::byte> recv) {
+    const std::size_t block =
+        op == detail::Op::all_to_all
+            ? detail::all_to_all_block(where, send.data(), send.size(), recv.data(), recv.size(), size())
+            : detail::all_gather_block(where, send.data(), send.size(), recv.data(), recv.size(), size(), rank_);
+    return post(detail::byte_collective(op, send, recv, block));
+  }
   std::shared_ptr<detail::Group> group_;
   int rank_ = 0;
 };

@@ -9,11 +9,15 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/byte_blocks.hpp"
+#undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::comm {
 
@@ -45,6 +49,18 @@ struct Link {
     if (n <= 1) return 0.0;
     return (n - 1) * latency + static_cast<double>(bytes) / bandwidth;
   }
+  /// Personalized all-to-all of blocks of `block_bytes` (each worker sends one block to each
+  /// of the n-1 others, one message at a time): (n-1) alpha + (n-1) * block_bytes/beta.
+  [[nodiscard]] double all_to_all_seconds(std::size_t block_bytes, int n) const noexcept {
+    if (n <= 1) return 0.0;
+    return (n - 1) * (latency + static_cast<double>(block_bytes) / bandwidth);
+  }
+  /// Ring all-gather of one block of `block_bytes` from each worker (n-1 steps, each passing
+  /// one block on): (n-1) alpha + (n-1) * block_bytes/beta.
+  [[nodiscard]] double all_gather_seconds(std::size_t block_bytes, int n) const noexcept {
+    if (n <= 1) return 0.0;
+    return (n - 1) * (latency + static_cast<double>(block_bytes) / bandwidth);
+  }
 };
 
 /// Wraps communicator C so that each collective completes no earlier than the Link's cost
@@ -65,6 +81,15 @@ class Throttled {
     }
     [[nodiscard]] Clock::time_point completed_at() const {
       return std::max(inner_.completed_at(), deadline_);
+    }
+    /// Whether wait() would return at once: the inner collective completed and the link's cost
+    /// has elapsed. Never blocks, never throws (where C's ready() does not).
+    [[nodiscard]] bool ready()
+      requires requires(typename C::Request& r) {
+        { r.ready() } -> std::convertible_to<bool>;
+      }
+    {
+      return inner_.ready() && Clock::now() >= deadline_;
     }
 
    private:
@@ -103,6 +128,35 @@ class Throttled {
     const auto deadline = reserve(link_.all_reduce_seconds(buffer.size_bytes(), size()));
     return Request(inner_.all_reduce_async(buffer), deadline);
   }
+  /// Byte collectives (where C has them, host memory): each charges the link
+  /// Link::all_to_all_seconds or Link::all_gather_seconds of its block size, on the same link as
+  /// the other collectives. Sizes are checked (std::invalid_argument) before the link is taken.
+  void all_to_all(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires requires(C& c, std::span<const std::byte> s, std::span<std::byte> r) { c.all_to_all(s, r); }
+  {
+    const auto deadline = reserve(link_.all_to_all_seconds(a2a_block("all_to_all", send, recv), size()));
+    inner_.all_to_all(send, recv);
+    std::this_thread::sleep_until(deadline);
+  }
+  [[nodiscard]] Request all_to_all_async(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires requires(C& c, std::span<const std::byte> s, std::span<std::byte> r) { c.all_to_all_async(s, r); }
+  {
+    const auto deadline = reserve(link_.all_to_all_seconds(a2a_block("all_to_all_async", send, recv), size()));
+    return Request(inner_.all_to_all_async(send, recv), deadline);
+  }
+  void all_gather(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires requires(C& c, std::span<const std::byte> s, std::span<std::byte> r) { c.all_gather(s, r); }
+  {
+    const auto deadline = reserve(link_.all_gather_seconds(gather_block("all_gather", send, recv), size()));
+    inner_.all_gather(send, recv);
+    std::this_thread::sleep_until(deadline);
+  }
+  [[nodiscard]] Request all_gather_async(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires requires(C& c, std::span<const std::byte> s, std::span<std::byte> r) { c.all_gather_async(s, r); }
+  {
+    const auto deadline = reserve(link_.all_gather_seconds(gather_block("all_gather_async", send, recv), size()));
+    return Request(inner_.all_gather_async(send, recv), deadline);
+  }
   /// Forwards progress() to communicators that need to be driven (comm::Mpi's caller design).
   void progress()
     requires requires(C& c) { c.progress(); }
@@ -111,6 +165,15 @@ class Throttled {
   }
 
  private:
+  std::size_t a2a_block(const char* call, std::span<const std::byte> send, std::span<std::byte> recv) const {
+    const std::string where = std::string("cocod::comm::Throttled::") + call;
+    return detail::all_to_all_block(where.c_str(), send.data(), send.size(), recv.data(), recv.size(), size());
+  }
+  std::size_t gather_block(const char* call, std::span<const std::byte> send, std::span<std::byte> recv) const {
+    const std::string where = std::string("cocod::comm::Throttled::") + call;
+    return detail::all_gather_block(where.c_str(), send.data(), send.size(), recv.data(), recv.size(), size(),
+                                    rank());
+  }
   Clock::time_point reserve(double seconds) {
     const auto start = std::max(Clock::now(), *link_free_at_);
     const auto end = start + std::chrono::duration_cast<Clock::duration>(

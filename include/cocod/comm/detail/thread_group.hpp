@@ -99,6 +99,16 @@ struct Channel {
     cv.wait(lock, [&] { return ring.done(ticket); });
     return ring.result(ticket);
   }
+  /// Whether the ticket's collective completed. A lock that fails counts as ready, so that
+  /// wait() reports the failure.
+  bool ready(std::uint64_t ticket) noexcept {
+    try {
+      std::lock_guard lock(mutex);
+      return ring.done(ticket);
+    } catch (...) {
+      return true;
+    }
+  }
 };
 
 class Group {
@@ -207,6 +217,11 @@ class Group {
         throw DistributedError("cocod::comm::Threads: " + mismatch);
       }
     }
+    if (moves_bytes(job.op)) {
+      move_bytes(r, job);
+      barrier_.arrive_and_wait();  // every send buffer stays untouched until all have copied
+      return;
+    }
     T* mine = static_cast<T*>(job.data);
     if (job.op == Op::broadcast) {
       if (rank != job.root)
@@ -228,6 +243,19 @@ class Group {
       std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));
     }
     // The next collective's first barrier keeps partial_ intact until everyone has copied.
+  }
+
+  // all_to_all: block q of mine comes from block r of worker q's send; all_gather: block q is
+  // worker q's send. Every worker writes only its own recv buffer.
+  void move_bytes(std::size_t r, const Job& job) {
+    const std::size_t b = job.count;
+    if (b == 0) return;
+    auto* recv = static_cast<std::byte*>(job.data);
+    for (std::size_t q = 0; q < posted_.size(); ++q) {
+      const auto* from = static_cast<const std::byte*>(posted_[q].send) + (job.op == Op::all_to_all ? r * b : 0);
+      std::byte* to = recv + q * b;
+      if (from != to) std::memcpy(to, from, b);  // equal: an all_gather in place
+    }
   }
 
   int size_;

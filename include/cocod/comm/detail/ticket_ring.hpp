@@ -20,21 +20,32 @@
 
 namespace cocod::comm::detail {
 
-enum class Op : std::uint8_t { all_reduce, broadcast };
+enum class Op : std::uint8_t { all_reduce, broadcast, all_to_all, all_gather };
 
-/// One collective as posted: what, on which host buffer, of which scalar.
+[[nodiscard]] constexpr bool moves_bytes(Op op) noexcept { return op == Op::all_to_all || op == Op::all_gather; }
+
+/// One collective as posted: what, on which host buffer, of which scalar. A byte collective
+/// (all_to_all, all_gather) receives into `data`, sends from `send`, and `count` is the size of
+/// one block in bytes (is_double false, root 0).
 struct Collective {
   Op op = Op::all_reduce;
   bool is_double = false;
   void* data = nullptr;
   std::size_t count = 0;
   int root = 0;
+  const void* send = nullptr;
 };
 
 /// The collective `op` on a host buffer of float or double.
 template <class T>
 [[nodiscard]] Collective collective(Op op, std::span<T> buffer, int root) noexcept {
   return Collective{op, std::is_same_v<T, double>, buffer.data(), buffer.size(), root};
+}
+
+/// The byte collective `op` (all_to_all or all_gather) with blocks of `block` bytes.
+[[nodiscard]] inline Collective byte_collective(Op op, std::span<const std::byte> send, std::span<std::byte> recv,
+                                                std::size_t block) noexcept {
+  return Collective{op, false, recv.data(), block, 0, send.data()};
 }
 
 /// Throws std::invalid_argument unless `root` is a rank of `size` workers; `where` names the
@@ -46,6 +57,9 @@ inline void check_root(const char* where, int root, int size, const char* unit =
 }
 
 inline std::string describe(const Collective& c) {
+  if (moves_bytes(c.op))
+    return std::string(c.op == Op::all_to_all ? "all_to_all" : "all_gather") + " of blocks of " +
+           std::to_string(c.count) + (c.count == 1 ? " byte" : " bytes");
   return std::string(c.op == Op::all_reduce ? "all_reduce" : "broadcast") + " of " + std::to_string(c.count) +
          (c.is_double ? " doubles" : " floats") + (c.op == Op::broadcast ? " from root " + std::to_string(c.root) : "");
 }
@@ -103,10 +117,11 @@ struct TicketRing {
 };
 
 /// The request of a collective queued in a TicketRing: `Queue::wait(ticket)` blocks until the
-/// ticket completed and returns when. For device buffers it then copies the staged host result
-/// back (set by StagedDeviceCollectives). It owns the collective: move-only, and a request that
-/// goes without wait() is waited for when it is destroyed or replaced (its failure ignored), so
-/// that the communicator never writes a buffer its owner has already freed.
+/// ticket completed and returns when; `Queue::ready(ticket)` (noexcept) says whether it has. For
+/// device buffers wait() then copies the staged host result back (set by StagedDeviceCollectives).
+/// It owns the collective: move-only, and a request that goes without wait() is waited for when
+/// it is destroyed or replaced (its failure ignored), so that the communicator never writes a
+/// buffer its owner has already freed.
 template <class Queue>
 class TicketRequest {
  public:
@@ -137,6 +152,9 @@ class TicketRequest {
     HostStaging::finish(std::exchange(staged_, nullptr));
   }
   [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
+  /// Whether the collective completed, so that wait() returns at once (and rethrows its failure,
+  /// if it failed). Never blocks, never throws; true once waited for, and for an empty request.
+  [[nodiscard]] bool ready() const noexcept { return !queue_ || queue_->ready(ticket_); }
 
  private:
   void settle() noexcept {

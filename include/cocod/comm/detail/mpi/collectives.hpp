@@ -3,7 +3,9 @@
 #error "cocod/comm/detail/mpi/collectives.hpp is internal: include <cocod/comm/mpi.hpp>"
 #endif
 // comm::Mpi's collectives on its duplicated communicator, each either blocking or in stages
-// that MPI_Test or MPI_Wait advance (whoever drives them: see progress.hpp). With
+// that MPI_Test or MPI_Wait advance (whoever drives them: see progress.hpp). The byte
+// collectives are MPI_(I)alltoall and MPI_(I)allgather of MPI_BYTE, one stage after the
+// exchange of descriptions. With
 // MpiOptions::deterministic an all-reduce is a reduce-scatter (an all-to-all whose slices are
 // summed in rank order) then an all-gather: the sums of comm::Threads, to the bit.
 //
@@ -47,7 +49,8 @@ struct Operation : comm::detail::Collective {
 };
 
 /// What a rank is about to call, as its peers receive it. code 0: the rank calls no more
-/// collectives (its communicator is going away); else 1 + (op, scalar, blocking) in bits.
+/// collectives (its communicator is going away); else 1 + (op, scalar, blocking) in bits. count:
+/// elements, or the block size in bytes of a byte collective.
 struct Header {
   std::int64_t code = 0, count = 0, root = 0;
 };
@@ -305,7 +308,12 @@ class Collectives {
             execute_blocking<T>(op);
             return true;
           }
-          if (op.op == Op::broadcast) {
+          if (op.op == Op::all_to_all) {
+            check(MPI_Ialltoall(op.send, n, MPI_BYTE, data, n, MPI_BYTE, comm_, &op.request), "MPI_Ialltoall");
+          } else if (op.op == Op::all_gather) {
+            check(MPI_Iallgather(gather_send(op), n, MPI_BYTE, data, n, MPI_BYTE, comm_, &op.request),
+                  "MPI_Iallgather");
+          } else if (op.op == Op::broadcast) {
             check(MPI_Ibcast(data, n, type, op.root, comm_, &op.request), "MPI_Ibcast");
           } else if (!rank_ordered()) {
             check(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_, &op.request), "MPI_Iallreduce");
@@ -320,7 +328,7 @@ class Collectives {
         }
         case 3:
           if (!finished()) return false;
-          if (op.op == Op::broadcast || !rank_ordered()) {
+          if (op.op != Op::all_reduce || !rank_ordered()) {
             op.stage = 0;
             return true;
           }
@@ -344,7 +352,11 @@ class Collectives {
     const MPI_Datatype type = datatype<T>();
     T* data = static_cast<T*>(op.data);
     const int n = checked_count(op.count);
-    if (op.op == Op::broadcast) {
+    if (op.op == Op::all_to_all) {
+      check(MPI_Alltoall(op.send, n, MPI_BYTE, data, n, MPI_BYTE, comm_), "MPI_Alltoall");
+    } else if (op.op == Op::all_gather) {
+      check(MPI_Allgather(gather_send(op), n, MPI_BYTE, data, n, MPI_BYTE, comm_), "MPI_Allgather");
+    } else if (op.op == Op::broadcast) {
       check(MPI_Bcast(data, n, type, op.root, comm_), "MPI_Bcast");
     } else if (!rank_ordered()) {
       check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_), "MPI_Allreduce");
@@ -366,6 +378,13 @@ class Collectives {
     if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
       throw std::invalid_argument("cocod::comm::Mpi: buffers of more than 2^31-1 elements are not supported");
     return static_cast<int>(n);
+  }
+
+  // An all-gather whose send is its own block of recv runs in place (MPI forbids the buffers to
+  // overlap otherwise).
+  [[nodiscard]] const void* gather_send(const Operation& op) const noexcept {
+    const auto* own = static_cast<const std::byte*>(op.data) + static_cast<std::size_t>(rank_) * op.count;
+    return op.count > 0 && op.send == own ? MPI_IN_PLACE : op.send;
   }
 
   // Slices (those of comm::Threads), receive counts and the scratch space of the

@@ -113,6 +113,20 @@ class Engine {
     return ring_.result(ticket);
   }
 
+  /// Whether the ticket's collective completed (wait() then returns at once). Never blocks on the
+  /// collective, never throws: under MpiProgress::caller it first advances what is in flight as
+  /// progress() does (one MPI_Test per stage). A lock that fails counts as ready, so that wait()
+  /// reports the failure.
+  bool ready(std::uint64_t ticket) noexcept {
+    try {
+      std::unique_lock lock(mutex_);
+      if (options_.progress == MpiProgress::caller && !ring_.done(ticket)) advance_ready(lock);
+      return ring_.done(ticket);
+    } catch (...) {
+      return true;
+    }
+  }
+
   /// This rank calls no more collectives here: once those posted have completed, a last
   /// exchange with every peer. Throws DistributedError if a peer calls a collective instead
   /// (that peer raises it too), cocod::Aborted after the stall timeout. Once only.
@@ -131,8 +145,7 @@ class Engine {
   void progress() {
     if (options_.progress != MpiProgress::caller) return;
     std::unique_lock lock(mutex_);
-    while (ring_.pending() && advance_head(lock, false)) {
-    }
+    advance_ready(lock);
   }
 
  private:
@@ -156,6 +169,11 @@ class Engine {
     }
     cv_.notify_all();
     return true;
+  }
+  // Advances the collectives in flight, oldest first, as far as they go without waiting.
+  void advance_ready(std::unique_lock<std::mutex>& lock) {
+    while (ring_.pending() && advance_head(lock, false)) {
+    }
   }
   void complete_head(std::unique_lock<std::mutex>& lock, bool block) {
     while (!advance_head(lock, block)) {
