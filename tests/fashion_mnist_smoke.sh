@@ -27,7 +27,25 @@ first=$("$exe" --algo cocod --workers 2 --epochs 0.1 --momentum 0.9 --checkpoint
 again=$("$exe" --algo cocod --workers 2 --epochs 0.1 --momentum 0.9 --checkpoint "$dir/ckpt" --checkpoint-every 3 --brief --no-progress --resume)
 grep -q '^# CoCoD-SGD resumed from ' <<<"$again" || fail "the second run did not resume"
 [ "$(digest "$first")" = "$(digest "$again")" ] || fail "the resumed run's model differs: $(digest "$first") vs $(digest "$again")"
+# the family: variants side by side, a checkpointed compressed run resumed bit for bit
+out=$("$exe" --algo cocod+outer+int8+f4,local+outer,overlap-local,cocod+bf16+lerp+f2 --workers 2 --epochs 0.1 --no-progress)
+for row in "CoCoD-SGD+outer+int8+f4" "Local-SGD+outer" "Overlap-Local-SGD" "CoCoD-SGD+bf16+lerp+f2"; do
+  grep -q "^  $row " <<<"$out" || fail "no table row for $row"
+done
+rm -rf "$dir/ckpt"
+family=(--algo cocod --outer nesterov --compress int8 --fragments 3 --workers 2 --epochs 0.1 --momentum 0.9
+        --checkpoint "$dir/ckpt" --checkpoint-every 2 --brief --no-progress)
+first=$("$exe" "${family[@]}")
+again=$("$exe" "${family[@]}" --resume)
+grep -q '^# CoCoD-SGD resumed from ' <<<"$again" || fail "the family run did not resume"
+[ "$(digest "$first")" = "$(digest "$again")" ] || fail "the resumed family run's model differs"
 # bad input: the message names the problem
+for bad in "--algo cocod+zip" "--algo ssgd+int8" "--compress zip" "--outer adam" "--fragments 0" \
+           "--outer nesterov --outer-momentum 0" "--pull-alpha 0"; do
+  # shellcheck disable=SC2086
+  if "$exe" $bad --epochs 0.01 --no-progress 2>"$dir/err.txt"; then fail "$bad accepted"; fi
+  grep -q -- "${bad%% *}" "$dir/err.txt" || fail "'$bad': the message does not name the flag: $(cat "$dir/err.txt")"
+done
 if "$exe" --slowdown 5:2 --workers 2 --epochs 0.01 --no-progress 2>"$dir/err.txt"; then fail "--slowdown 5:2 accepted"; fi
 grep -q "does not exist (2 workers" "$dir/err.txt" || fail "bad --slowdown message: $(cat "$dir/err.txt")"
 echo "fashion_mnist smoke: OK"

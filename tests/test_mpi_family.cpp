@@ -1,0 +1,107 @@
+// The family's rules over comm::Mpi, run by ctest under mpiexec (np 2, 3 and 4): each equals the
+// same run over comm::Threads bit for bit, in every progress design (the compressed exchange's
+// all-to-all and all-gather included), and the bytes sent per round are what the exchange says.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+#include <cocod/comm/mpi.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace {
+using cocod::comm::Mpi;
+using Model = cocod_test::LeastSquares<double>;
+Mpi* world = nullptr;
+
+Model model_of(int rank) { return Model(50, 13, 500 + static_cast<std::uint64_t>(rank)); }
+
+struct Run {
+  std::vector<double> x;
+  double bytes = 0;
+};
+
+template <template <class...> class Algorithm, class Comm>
+Run run(Comm comm, const cocod::Options& o) {
+  Model model = model_of(comm.rank());
+  Algorithm<Model, Comm> opt{comm, o};
+  const auto report = opt.optimize(model, cocod::Steps{26});
+  return {model.x, report.total(&cocod::RoundStats::bytes_sent)};
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+template <template <class...> class Algorithm>
+void check(const char* name, const cocod::Options& o) {
+  CAPTURE(name);
+  Run threads;
+  cocod::comm::Threads::run(world->size(), [&](cocod::comm::Threads t) {
+    Run r = run<Algorithm>(t, o);
+    if (t.rank() == world->rank()) threads = std::move(r);
+  });
+  for (const auto design : {cocod::comm::MpiProgress::polling_thread, cocod::comm::MpiProgress::blocking_thread,
+                            cocod::comm::MpiProgress::caller}) {
+    CAPTURE(static_cast<int>(design));
+    const Mpi comm(world->handle(), cocod::comm::MpiOptions{.progress = design});
+    const Run mpi = run<Algorithm>(comm, o);
+    CHECK(same_bits(mpi.x, threads.x));
+    CHECK(mpi.bytes == threads.bytes);
+  }
+}
+
+cocod::Options base() {
+  return cocod::Options{.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 4, .seed = 9,
+                        .compress_block = 4};
+}
+}  // namespace
+
+TEST_CASE("outer optimizers over MPI equal comm::Threads bit for bit") {
+  auto o = base();
+  o.outer = cocod::Outer::diloco();
+  check<cocod::LocalSGD>("local + outer", o);
+  check<cocod::Optimizer>("cocod + outer", o);
+}
+
+TEST_CASE("Overlap-Local-SGD over MPI equals comm::Threads bit for bit") {
+  auto o = base();
+  o.anchor_momentum = 0.7;
+  check<cocod::OverlapLocalSGD>("overlap", o);
+}
+
+TEST_CASE("every compression format over MPI equals comm::Threads bit for bit") {
+  for (const auto format : {cocod::Compression::bf16, cocod::Compression::fp16, cocod::Compression::int8}) {
+    auto o = base();
+    o.compress = format;
+    check<cocod::LocalSGD>("local", o);
+    check<cocod::Optimizer>("cocod", o);
+    check<cocod::OverlapLocalSGD>("overlap", o);
+    o.outer = cocod::Outer::diloco();
+    o.fragments = 3;
+    check<cocod::Optimizer>("cocod + outer + 3 fragments", o);
+  }
+}
+
+TEST_CASE("streamed fragments over MPI equal comm::Threads bit for bit") {
+  auto o = base();
+  o.fragments = 4;
+  check<cocod::Optimizer>("add-back", o);
+  o.fragment_merge = cocod::FragmentMerge::lerp;
+  check<cocod::Optimizer>("lerp", o);
+}
+
+int main(int argc, char** argv) {
+  Mpi comm(argc, argv);
+  world = &comm;
+  doctest::Context context(argc, argv);
+  const int failed = context.run();
+  std::vector<double> failures{failed ? 1.0 : 0.0};
+  comm.all_reduce(std::span<double>(failures));
+  if (comm.rank() == 0) std::printf("test_mpi_family: %d rank(s), %g with failures\n", comm.size(), failures[0]);
+  return failures[0] > 0 ? 1 : 0;
+}
