@@ -386,3 +386,44 @@ TEST_CASE("The family's options are refused where they do not apply, naming the 
   cocod::Optimizer<M, cocod::comm::Local> opt{comm, with([](auto& o) { o.fragments = 4; })};
   CHECK_THROWS_WITH_AS(opt.begin(model), doctest::Contains("fragments must be at most the parameter count (3)"), std::invalid_argument);
 }
+
+TEST_CASE("A compressed exchange's bytes are its encoded blocks, and its time covers both collectives (what --period auto measures)") {
+  // 2 workers, 11 parameters, int8 in blocks of 4: slices of 6; per collective one block to the
+  // other worker: phase 1 carries the control slots too
+  const int n = 2;
+  auto o = base(2, {1.0, 1.0});
+  o.compress = cocod::Compression::int8;
+  o.compress_block = 4;
+  const cocod::comm::Link link{.latency = 0.02, .bandwidth = 1e12};
+  std::vector<cocod::Report> reports(n);
+  std::size_t control = 0;
+  cocod::comm::Threads::run(n, [&](cocod::comm::Threads inner) {
+    cocod::comm::Throttled<cocod::comm::Threads> comm{inner, link};
+    Model model = make(inner.rank());
+    cocod::Optimizer<Model, decltype(comm)> opt{comm, o};
+    reports[static_cast<std::size_t>(inner.rank())] = opt.optimize(model, cocod::Steps{8});
+  });
+  control = 3 + n + 2 * n + 1;  // loss, votes; steps; the non-finite guard
+  const double block2 = static_cast<double>(cocod::compress::encoded_bytes(cocod::Compression::int8, 6, 4, sizeof(T)));
+  const double block1 = block2 + static_cast<double>(control * sizeof(T));
+  for (const auto& report : reports) {
+    REQUIRE(report.rounds.size() == 4);
+    for (const auto& r : report.rounds) {
+      CHECK(r.bytes_sent == (n - 1) * (block1 + block2));
+      CHECK(r.comm_s >= 2 * (n - 1) * link.latency);  // the link's cost of both collectives (a lower bound)
+    }
+  }
+  // streamed fragments send a fragment a round; the uncompressed ring all-reduce 2 (N - 1) / N of its buffer
+  auto f = base(2, {1.0, 1.0});
+  f.fragments = 3;  // 11 parameters: fragments of 3, 4 and 4
+  cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
+    Model model = make(comm.rank());
+    cocod::Optimizer<Model, cocod::comm::Threads> opt{comm, f};
+    reports[static_cast<std::size_t>(comm.rank())] = opt.optimize(model, cocod::Steps{6});
+  });
+  const std::size_t sizes[] = {3, 4, 4};
+  for (std::size_t r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    CHECK(reports[0].rounds[r].bytes_sent == 2.0 * (n - 1) / n * static_cast<double>((sizes[r] + control) * sizeof(T)));
+  }
+}
