@@ -7,7 +7,7 @@
 #   (4 streamed fragments), and the combinations +int8+f4 and +outer+int8+f4
 #   threads  comm::Throttled at 1 Gbit/s, 100 Mbit/s and 10 Mbit/s (latency 50 us)
 #   mpi      4 MPI ranks over the tbf-shaped TCP loopback at 100 Mbit/s (needs root)
-#   period   final accuracy of Local-SGD with and without the outer step, k = 1 to 64
+#   period   final accuracy of Local-SGD and CoCoD-SGD with and without the outer step, k = 1 to 64
 # S-SGD at 100 and 10 Mbit/s would run for hours: it runs a short budget there, and its time to
 # the target is estimated from its measured seconds per epoch and the epochs it needed at 1 Gbit/s
 # (marked "est"). benchmarks/family_table.py prints the table, the verdicts and the plot.

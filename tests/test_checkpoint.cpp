@@ -206,13 +206,22 @@ TEST_CASE("the family's state resumes bit for bit: outer momentum, residuals, fr
 TEST_CASE("a checkpoint of other family options is refused, naming them") {
   const cocod::Checkpoints store(scratch("family-mismatch"));
   interrupted_run<cocod::Optimizer>(store, 2);
+  auto expect = [&](cocod::Options o, const std::string& message) {
+    CAPTURE(message);
+    for (const auto& e : resume_errors(store, workers, model_of, {}, o)) {
+      CAPTURE(e);
+      CHECK(e.find(message) != std::string::npos);
+    }
+  };
   auto o = options;
   o.compress = cocod::Compression::int8;
-  const auto errors = resume_errors(store, workers, model_of, {}, o);
-  for (const auto& e : errors) {
-    CAPTURE(e);
-    CHECK(e.find("Options (outer, compress, fragments, pull) differs (checkpoint: outer none, compress none/256") != std::string::npos);
-  }
+  expect(o, "Options::compress differs (checkpoint: none, this run: int8)");
+  o = options;
+  o.outer = cocod::Outer::diloco();
+  expect(o, "Options::outer differs (checkpoint: none, this run: {0.69999999999999996, 0.90000000000000002, nesterov})");
+  o = options;
+  o.pull_alpha = 0.5;  // an option of Overlap-Local-SGD only: still part of the run's identity
+  expect(o, "Options::pull_alpha differs (checkpoint: 0.20000000000000001, this run: 0.5)");
 }
 
 TEST_CASE("resume from an empty directory starts at step 0") {

@@ -380,6 +380,8 @@ TEST_CASE("The family's options are refused where they do not apply, naming the 
                        doctest::Contains("compress_block must be >= 1"), std::invalid_argument);
   CHECK_THROWS_WITH_AS((cocod::Optimizer<M, cocod::comm::Local>{comm, with([](auto& o) { o.fragment_alpha = 1.5; })}),
                        doctest::Contains("fragment_alpha must be in [0, 1]"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::Optimizer<M, cocod::comm::Local>{comm, with([](auto& o) { o.fragment_merge = cocod::FragmentMerge::lerp; })}),
+                       doctest::Contains("fragment_merge lerp needs fragments > 1"), std::invalid_argument);
   CHECK_THROWS_WITH_AS((cocod::OverlapLocalSGD<M, cocod::comm::Local>{comm, with([](auto& o) { o.pull_alpha = 0.0; })}),
                        doctest::Contains("pull_alpha must be in (0, 1]"), std::invalid_argument);
   Model model = make(0, 3);

@@ -336,6 +336,10 @@ inline Args Cli::settings() const {
   if (no_progress_) a.progress = false;
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)
     cli::refuse(program_, "--outer nesterov needs --outer-momentum > 0");
+  bool fragmented = a.fragments > 1;
+  for (const auto& key : a.algorithms) fragmented = fragmented || Variant::parse(key).fragments > 1;
+  if (a.fragment_merge == "lerp" && !fragmented)
+    cli::refuse(program_, "--fragment-merge lerp needs --fragments > 1 (or an --algo key with +fN)");
   return a;
 }
 

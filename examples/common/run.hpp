@@ -82,7 +82,8 @@ inline cocod::Options options_for(const std::string& key, const Args& args) {
   }
   if (v.takes_fragments()) {
     o.fragments = v.fragments > 0 ? v.fragments : args.fragments;
-    o.fragment_merge = v.lerp || args.fragment_merge == "lerp" ? cocod::FragmentMerge::lerp : cocod::FragmentMerge::add_back;
+    o.fragment_merge = o.fragments > 1 && (v.lerp || args.fragment_merge == "lerp") ? cocod::FragmentMerge::lerp
+                                                                                     : cocod::FragmentMerge::add_back;
     o.fragment_alpha = args.fragment_alpha;
   }
   o.pull_alpha = args.pull_alpha;

@@ -57,6 +57,7 @@ struct Variant {
     if (v.compress != cocod::Compression::none && (v.base == "ssgd" || v.base == "pipe"))
       return fail("'" + key + "': compression applies to cocod, local and overlap-local");
     if ((v.fragments > 0 || v.lerp) && v.base != "cocod") return fail("'" + key + "': fragments apply to cocod only");
+    if (v.lerp && v.fragments < 2) return fail("'" + key + "': lerp merges fragments: add +fN with N > 1");
     return v;
   }
   [[nodiscard]] bool takes_outer() const { return base == "cocod" || base == "local"; }

@@ -142,6 +142,8 @@ struct Options {
     if (compress_block == 0) fail("compress_block", "must be >= 1", compress_block);
     if (fragments == 0) fail("fragments", "must be >= 1", fragments);
     if (!(fragment_alpha >= 0.0 && fragment_alpha <= 1.0)) fail("fragment_alpha", "must be in [0, 1]", fragment_alpha);
+    if (fragment_merge == FragmentMerge::lerp && fragments == 1)
+      fail("fragment_merge", "lerp needs fragments > 1 (a whole model merges by CoCoD-SGD's add-back)", "lerp, fragments = 1");
     if (!(pull_alpha > 0.0 && pull_alpha <= 1.0)) fail("pull_alpha", "must be in (0, 1]", pull_alpha);
     if (!(anchor_momentum >= 0.0 && anchor_momentum < 1.0)) fail("anchor_momentum", "must be in [0, 1)", anchor_momentum);
     if (!speeds.empty()) {

@@ -43,11 +43,9 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
     anchor_.resize(n);
     gradient_.resize(n);
     fragments_ = detail::Fragments{n, o.fragments};
-    this->prepare(send_, fragments_.capacity());
+    this->prepare(send_, fragments_.capacity(), n, o.fragments);
     family_ = o.outer.has_value() || o.compress != Compression::none || o.fragments > 1;
     if (family_) outer_.allocate(n, o.outer, o.fragments);
-    if (o.compress != Compression::none)
-      send_.compress(o.compress, o.compress_block, this->comm_.size(), this->comm_.rank(), n, o.fragments);
   }
   void start(Span x) {
     copy(B{}, anchor_.span(), x);
@@ -108,10 +106,7 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
     const std::size_t f = posted_, lo = fragments_.begin(f), n = fragments_.size(f);
     Span xs = x.subspan(lo, n), as = anchor_.span().subspan(lo, n), abar = send_.model();
     if (this->withheld()) {  // z = x = a = the consensus of the finite contributions
-      if (send_.compressed())
-        this->keep_finite(abar, outer_.z(lo, n));
-      else
-        this->keep_finite(abar);
+      this->keep_finite(send_, outer_.z(lo, n));
       copy(B{}, outer_.z(lo, n), abar);
       if (this->withheld_here_) {  // its own state held the NaN: all of it starts again from z
         copy(B{}, x, outer_.z());
@@ -123,7 +118,7 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
       this->non_finite(true);
     } else {
       outer_.step(lo, abar, f);
-      if (this->options_.fragment_merge == FragmentMerge::lerp && fragments_.count > 1)
+      if (this->options_.fragment_merge == FragmentMerge::lerp)
         lerp(B{}, xs, outer_.z(lo, n), static_cast<T>(this->options_.fragment_alpha));
       else
         add_back(B{}, xs, as, outer_.z(lo, n));

@@ -30,12 +30,10 @@ class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, 
 
   void allocate(std::size_t n) {
     gradient_.resize(n);
-    this->prepare(send_, n);
+    this->prepare(send_, n, n, 1);
     const Options& o = this->options_;
     family_ = o.outer.has_value() || o.compress != Compression::none;
     if (family_) outer_.allocate(n, o.outer, 1);
-    if (o.compress != Compression::none)
-      send_.compress(o.compress, o.compress_block, this->comm_.size(), this->comm_.rank(), n, 1);
   }
   void start(Span x) {
     averaged_ = true;
@@ -54,21 +52,21 @@ class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, 
       this->average(x, send_);
     averaged_ = true;
   }
-  void finish_run(Span x) {
-    if (!averaged_) end_round(x);
+  void finish_run(Span x) {  // a partial round: the exact consensus, with no outer step
+    if (!averaged_) this->average(x, send_);
   }
-  // xbar (compressed: z + the decoded sum of the deviations); z = outer(z, z - xbar); x = z.
+  // xbar (compressed: z + the decoded sum of the deviations); z = outer(z, z - xbar); x = z. A
+  // withheld contribution: no outer step, z = x = the consensus of the finite contributions.
   void outer_round(Span x) {
     scale(B{}, send_.model(), x, this->weight());
     this->reduce(send_, outer_.z());
     const bool incomplete = this->withheld();
     if (incomplete) {
-      if (send_.compressed())
-        this->keep_finite(send_.model(), outer_.z());
-      else
-        this->keep_finite(send_.model());
+      this->keep_finite(send_, outer_.z());
+      copy(B{}, outer_.z(), send_.model());
+    } else {
+      outer_.step(0, send_.model());
     }
-    outer_.step(0, send_.model());
     copy(B{}, x, outer_.z());
     if (incomplete) this->non_finite(true);
   }

@@ -35,13 +35,10 @@ class OverlapLocalSGD
   static constexpr detail::Accepts accepts{.compress = true};
 
   void allocate(std::size_t n) {
-    const Options& o = this->options_;
     gradient_.resize(n);
     anchor_.resize(n);
     velocity_.resize(n);
-    this->prepare(send_, n);
-    if (o.compress != Compression::none)
-      send_.compress(o.compress, o.compress_block, this->comm_.size(), this->comm_.rank(), n, 1);
+    this->prepare(send_, n, n, 1);
   }
   void start(Span x) {
     copy(B{}, anchor_.span(), x);
@@ -77,12 +74,7 @@ class OverlapLocalSGD
     posted_ = false;
     this->await(send_);
     const bool incomplete = this->withheld();
-    if (incomplete) {
-      if (send_.compressed())
-        this->keep_finite(send_.model(), anchor_.span());
-      else
-        this->keep_finite(send_.model());
-    }
+    if (incomplete) this->keep_finite(send_, anchor_.span());
     copy(B{}, anchor_.span(), send_.model());
     if (!incomplete) return;
     const bool own = this->withheld_here_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,10 +47,8 @@ struct Header {
   mix(&speeds, sizeof speeds);
   for (const double s : o.speeds) mix(&s, sizeof s);
   mix(&o.seed, sizeof o.seed);
-  if (o.outer || o.compress != Compression::none || o.fragments != 1) {  // (the plain algorithms' fingerprint is unchanged)
-    const std::string family = o.family();
-    mix(family.data(), family.size());
-  }
+  const std::string family = o.family();
+  mix(family.data(), family.size());
   return h;
 }
 
@@ -74,7 +73,18 @@ inline void write_header(FileWriter& file, const Header& h, const Options& o) {
   opts.value("batch_size", static_cast<std::uint64_t>(o.batch_size));
   opts.values("speeds", std::span<const double>(o.speeds));
   opts.value("seed", o.seed);
-  opts.text("family", o.family());
+  const Outer outer = o.outer.value_or(Outer{});
+  opts.value("outer", static_cast<std::uint8_t>(o.outer.has_value()));
+  opts.value("outer.learning_rate", outer.learning_rate);
+  opts.value("outer.momentum", outer.momentum);
+  opts.value("outer.nesterov", static_cast<std::uint8_t>(outer.nesterov));
+  opts.value("compress", static_cast<std::uint8_t>(o.compress));
+  opts.value("compress_block", static_cast<std::uint64_t>(o.compress_block));
+  opts.value("fragments", static_cast<std::uint64_t>(o.fragments));
+  opts.value("fragment_merge", static_cast<std::uint8_t>(o.fragment_merge));
+  opts.value("fragment_alpha", o.fragment_alpha);
+  opts.value("pull_alpha", o.pull_alpha);
+  opts.value("anchor_momentum", o.anchor_momentum);
   file.section("options", opts);
 }
 
@@ -94,8 +104,8 @@ inline void write_header(FileWriter& file, const Header& h, const Options& o) {
   return h;
 }
 
-/// The options a file was saved with; `family` receives their Options::family() line.
-[[nodiscard]] inline Options read_options(const FileReader& file, std::string* family = nullptr) {
+/// The options a file was saved with.
+[[nodiscard]] inline Options read_options(const FileReader& file) {
   auto f = file.fields("options");
   Options o;
   o.learning_rate = f.value<double>("learning_rate");
@@ -106,8 +116,19 @@ inline void write_header(FileWriter& file, const Header& h, const Options& o) {
   o.batch_size = static_cast<std::size_t>(f.value<std::uint64_t>("batch_size"));
   o.speeds = f.values<double>("speeds");
   o.seed = f.value<std::uint64_t>("seed");
-  const std::string saved_family = f.text("family");
-  if (family) *family = saved_family;
+  const bool outer = f.value<std::uint8_t>("outer") != 0;
+  Outer rule;
+  rule.learning_rate = f.value<double>("outer.learning_rate");
+  rule.momentum = f.value<double>("outer.momentum");
+  rule.nesterov = f.value<std::uint8_t>("outer.nesterov") != 0;
+  if (outer) o.outer = rule;
+  o.compress = static_cast<Compression>(f.value<std::uint8_t>("compress"));
+  o.compress_block = static_cast<std::size_t>(f.value<std::uint64_t>("compress_block"));
+  o.fragments = static_cast<std::size_t>(f.value<std::uint64_t>("fragments"));
+  o.fragment_merge = static_cast<FragmentMerge>(f.value<std::uint8_t>("fragment_merge"));
+  o.fragment_alpha = f.value<double>("fragment_alpha");
+  o.pull_alpha = f.value<double>("pull_alpha");
+  o.anchor_momentum = f.value<double>("anchor_momentum");
   f.finish();
   return o;
 }
@@ -129,8 +150,7 @@ inline void check_fits(const FileReader& file, const Header& found, const Header
               ", this run: " + std::to_string(run.workers) +
               "); to continue from its consensus model with the new number, resume with workers_may_change = true");
   if (found.fingerprint != run.fingerprint) {
-    std::string family;
-    const Options saved = read_options(file, &family);
+    const Options saved = read_options(file);
     auto num = [](double v) {
       char b[32];
       std::snprintf(b, sizeof b, "%.17g", v);
@@ -144,7 +164,25 @@ inline void check_fits(const FileReader& file, const Header& found, const Header
     if (saved.batch_size != options.batch_size)
       differs("Options::batch_size", std::to_string(saved.batch_size), std::to_string(options.batch_size));
     if (saved.seed != options.seed) differs("Options::seed", std::to_string(saved.seed), std::to_string(options.seed));
-    if (family != options.family()) differs("Options (outer, compress, fragments, pull)", family, options.family());
+    auto outer_text = [&](const std::optional<Outer>& r) {
+      return r ? "{" + num(r->learning_rate) + ", " + num(r->momentum) + (r->nesterov ? ", nesterov}" : "}") : std::string("none");
+    };
+    const bool same_outer = saved.outer.has_value() == options.outer.has_value() &&
+                            (!saved.outer || (saved.outer->learning_rate == options.outer->learning_rate &&
+                                              saved.outer->momentum == options.outer->momentum &&
+                                              saved.outer->nesterov == options.outer->nesterov));
+    if (!same_outer) differs("Options::outer", outer_text(saved.outer), outer_text(options.outer));
+    if (saved.compress != options.compress) differs("Options::compress", compress::name(saved.compress), compress::name(options.compress));
+    if (saved.compress_block != options.compress_block)
+      differs("Options::compress_block", std::to_string(saved.compress_block), std::to_string(options.compress_block));
+    if (saved.fragments != options.fragments)
+      differs("Options::fragments", std::to_string(saved.fragments), std::to_string(options.fragments));
+    auto merge = [](FragmentMerge m) { return std::string(m == FragmentMerge::lerp ? "lerp" : "add_back"); };
+    if (saved.fragment_merge != options.fragment_merge) differs("Options::fragment_merge", merge(saved.fragment_merge), merge(options.fragment_merge));
+    if (saved.fragment_alpha != options.fragment_alpha) differs("Options::fragment_alpha", num(saved.fragment_alpha), num(options.fragment_alpha));
+    if (saved.pull_alpha != options.pull_alpha) differs("Options::pull_alpha", num(saved.pull_alpha), num(options.pull_alpha));
+    if (saved.anchor_momentum != options.anchor_momentum)
+      differs("Options::anchor_momentum", num(saved.anchor_momentum), num(options.anchor_momentum));
     // Speeds are one per worker: with a new number of workers they are new.
     const bool elastic = any_workers && found.workers != run.workers;
     if (saved.speeds != options.speeds && !elastic)

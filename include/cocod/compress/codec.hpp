@@ -54,6 +54,16 @@ namespace cocod::compress {
 }
 
 namespace codec_detail {
+// float of v; beyond float's range (a double) an infinity, not undefined behaviour
+template <class T>
+float narrow(T v) noexcept {
+  if constexpr (sizeof(T) > sizeof(float)) {
+    constexpr T big = static_cast<T>(std::numeric_limits<float>::max());
+    if (v > big) return std::numeric_limits<float>::infinity();
+    if (v < -big) return -std::numeric_limits<float>::infinity();
+  }
+  return static_cast<float>(v);
+}
 // max |x|, or NaN when an element is not finite (the block's scale is then NaN, so that the
 // block decodes to NaN: a non-finite value is never turned into a finite one).
 template <class T>
@@ -64,7 +74,7 @@ float max_abs(std::span<const T> x) noexcept {
     m = std::max(m, std::abs(v));
     finite = finite && v - v == T(0);
   }
-  return finite ? static_cast<float>(m) : std::numeric_limits<float>::quiet_NaN();
+  return finite ? narrow(m) : std::numeric_limits<float>::quiet_NaN();
 }
 // fp16's block scale: a power of two 2^(e - 15) with max |x| < 2^e, so that x / scale is exact
 // and below 2^15, inside fp16's range (65504); at least 2^-126, a normal float.
@@ -87,7 +97,8 @@ inline std::size_t blocks(std::size_t n, std::size_t block) noexcept { return (n
 /// leaves in x what the rounding lost, x - D(Q(x)): the error feedback's residual. Not for
 /// Compression::none. A double is rounded to float before bf16 and fp16; its residual is
 /// taken against the decoded value all the same. A block holding a NaN or an infinity decodes
-/// to NaN (bf16 keeps each value as it is): compression never hides a diverged model.
+/// to NaN (bf16 keeps each value as it is): compression never hides a diverged model; such a
+/// value leaves a residual of 0, so that it does not come back in later rounds.
 template <class T>
 void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byte> out) {
   using namespace codec_detail;
@@ -97,9 +108,10 @@ void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byt
   std::byte* o = out.data();
   if (c == Compression::bf16) {
     for (std::size_t i = 0; i < n; ++i) {
-      const std::uint16_t h = to_bf16(static_cast<float>(x[i]));
+      const std::uint16_t h = to_bf16(narrow(x[i]));
       std::memcpy(o + 2 * i, &h, 2);
-      x[i] -= static_cast<T>(from_bf16(h));
+      const T sent = static_cast<T>(from_bf16(h));
+      x[i] = sent - sent == T(0) ? x[i] - sent : T(0);  // (a non-finite value leaves no residual)
     }
     return;
   }
@@ -112,9 +124,9 @@ void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byt
       const float s = fp16_scale(m);
       put_scale(o, b, s);
       for (std::size_t i = lo; i < hi; ++i) {
-        const std::uint16_t h = s == 0.0f || std::isnan(s) ? std::uint16_t{0} : to_fp16(static_cast<float>(x[i] / static_cast<T>(s)));
+        const std::uint16_t h = s == 0.0f || std::isnan(s) ? std::uint16_t{0} : to_fp16(narrow(x[i] / static_cast<T>(s)));
         std::memcpy(data + 2 * i, &h, 2);
-        x[i] -= static_cast<T>(from_fp16(h)) * static_cast<T>(s);
+        x[i] = std::isnan(s) ? T(0) : x[i] - static_cast<T>(from_fp16(h)) * static_cast<T>(s);
       }
     } else {  // int8, symmetric: scale = max |x| / 127, q = round(x / scale) in [-127, 127]
       const float s = std::isfinite(m) ? m / 127.0f : std::numeric_limits<float>::quiet_NaN();
@@ -122,7 +134,7 @@ void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byt
       for (std::size_t i = lo; i < hi; ++i) {
         const T q = s == 0.0f || std::isnan(s) ? T(0) : std::clamp(std::nearbyint(x[i] / static_cast<T>(s)), T(-127), T(127));
         data[i] = static_cast<std::byte>(static_cast<std::int8_t>(q));
-        x[i] -= q * static_cast<T>(s);
+        x[i] = std::isnan(s) ? T(0) : x[i] - q * static_cast<T>(s);
       }
     }
   }

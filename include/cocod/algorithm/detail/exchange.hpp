@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "cocod/algorithm/detail/compressed.hpp"
@@ -19,13 +20,6 @@
 #include "cocod/comm/communicator.hpp"
 
 namespace cocod::detail {
-
-/// True when communicator C has the byte collectives a compressed exchange needs.
-template <class C>
-concept HasByteCollectives = requires(C& c, std::span<const std::byte> s, std::span<std::byte> r) {
-  c.all_to_all_async(s, r);
-  c.all_gather_async(s, r);
-};
 
 template <class Comm, class B, class T>
 class Exchange {
@@ -89,15 +83,23 @@ class Exchange {
     tag_ = tag;
     posted_ = comm::Clock::now();
     request_ = comm.all_reduce_async(span());
-    bytes_ = ring_bytes(comm.size());
+    bytes_ = ring_bytes(span().size(), comm.size());
     in_flight_ = true;
+  }
+  /// Bytes a ring all-reduce of n scalars sends per worker among `workers`: 2 (N - 1) / N of them.
+  [[nodiscard]] static double ring_bytes(std::size_t n, int workers) noexcept {
+    const double N = workers;
+    return workers <= 1 ? 0.0 : 2.0 * (N - 1.0) / N * static_cast<double>(n * sizeof(T));
   }
   /// Posts a compressed exchange of the model part, s = w a (written there), as the deviation
   /// from `reference` (the same piece of z on every worker, unchanged until wait() returns):
   /// after wait() the model part holds z + D(sum). `offset` and `fragment` locate the piece.
   void post_compressed(Comm& comm, ControlTag tag, Span reference, T w, std::size_t offset, std::size_t fragment) {
-    if constexpr (HasByteCollectives<Comm>) {
+    if constexpr (comm::ByteCollectives<Comm>) {
       const std::size_t n = model_size_;
+      if (reference.size() != n)
+        throw std::logic_error("cocod: a compressed exchange is posted with a reference of " + std::to_string(reference.size()) +
+                               " values for a model part of " + std::to_string(n) + " (post(exchange, z, offset, fragment))");
       host_model_.resize(n + control_size_);
       host_reference_.resize(n);
       load(B{}, span(), 0, std::span<T>(host_model_));
@@ -119,7 +121,7 @@ class Exchange {
   /// Moves a compressed exchange on when its first collective has completed: the owner's sum,
   /// and the post of the second. Call it between steps; it never blocks.
   void advance() {
-    if constexpr (HasByteCollectives<Comm>) {
+    if constexpr (comm::ByteCollectives<Comm>) {
       if (!in_flight_ || settled_ || phase_ != 1) return;
       if constexpr (requires { request_.ready(); })
         if (request_.ready()) second_phase();
@@ -134,7 +136,7 @@ class Exchange {
     }
     in_flight_ = false;  // a failed wait is not waited for again
     const auto t0 = comm::Clock::now();
-    if constexpr (HasByteCollectives<Comm>) {
+    if constexpr (comm::ByteCollectives<Comm>) {
       if (phase_ != 0) {
         if (phase_ == 1) second_phase();
         phase_ = 0;
@@ -182,6 +184,7 @@ class Exchange {
     a("measured", tag_.measured);
     a("buffer", buffer_);
     a("model_size", model_size_);
+    a("bytes_sent", bytes_);
     if (codec_.active()) codec_.serialize(a);
     if constexpr (!Archive::saving) {
       if (model_size_ > capacity_) a.fail("model_size", "is beyond the exchange's capacity (corrupt)");
@@ -193,13 +196,9 @@ class Exchange {
   }
 
  private:
-  [[nodiscard]] double ring_bytes(int workers) const noexcept {
-    const double n = workers;
-    return workers <= 1 ? 0.0 : 2.0 * (n - 1.0) / n * static_cast<double>((model_size_ + control_size_) * sizeof(T));
-  }
   // The owner's sum of the first collective's blocks, and the post of the second.
   void second_phase() {
-    if constexpr (HasByteCollectives<Comm>) {
+    if constexpr (comm::ByteCollectives<Comm>) {
       phase_ = 0;  // a failure of the first collective leaves nothing in flight
       request_.wait();
       codec_.reduce();

@@ -80,7 +80,7 @@ class Run {
       invalid_setting("cocod::Options", "compress",
                       "applies to the model-averaging algorithms (Local-SGD, CoCoD-SGD, Overlap-Local-SGD), not to " + algorithm,
                       compress::name(options_.compress));
-    if (options_.compress != Compression::none && !HasByteCollectives<CommImpl>)
+    if (options_.compress != Compression::none && !comm::ByteCollectives<CommImpl>)
       invalid_setting("cocod::Options", "compress",
                       "needs a communicator with byte collectives (all_to_all_async, all_gather_async: comm::Local, "
                       "Threads, Throttled and Mpi have them)",
@@ -105,6 +105,13 @@ class Run {
   void prepare(Exchange& e, std::size_t n) {
     e.resize(n, control_.size());
     exchanges_.push_back(&e);
+  }
+  /// The same for an exchange of a model of `total` parameters in pieces of at most n (its
+  /// `fragments`), compressed as Options::compress says (for an algorithm that takes it).
+  void prepare(Exchange& e, std::size_t n, std::size_t total, std::size_t fragments) {
+    prepare(e, n);
+    if (options_.compress != Compression::none)
+      e.compress(options_.compress, options_.compress_block, comm_.size(), comm_.rank(), total, fragments);
   }
   /// Posts e's non-blocking all-reduce, its control slots filled. A compressed exchange (one
   /// that compress() set up) sends the model part's deviation from `reference`, the piece of the
@@ -137,7 +144,7 @@ class Run {
       comm_.all_reduce(e.span());
     }
     recorder_.blocking(pos_.step, t0, comm::Clock::now(),
-                       e.compressed() && !exact ? e.bytes_sent() : ring_bytes(e.span().size()));
+                       e.compressed() && !exact ? e.bytes_sent() : Exchange::ring_bytes(e.span().size(), comm_.size()));
     read_control(e, tag);
   }
   /// The consensus x = sum_j w_j x_j, through e, blocking. When a worker withheld a
@@ -150,11 +157,7 @@ class Run {
     copy(B{}, x, e.model());
     if (incomplete) non_finite(true);
   }
-  /// Bytes a ring all-reduce of n scalars sends per worker: 2 (N - 1) / N of the buffer.
-  [[nodiscard]] double ring_bytes(std::size_t n) const noexcept {
-    const double N = comm_.size();
-    return N <= 1 ? 0.0 : 2.0 * (N - 1.0) / N * static_cast<double>(n * sizeof(T));
-  }
+
 
   // ---- non-finite values (Options::non_finite) --------------------------------------------
 
@@ -168,13 +171,15 @@ class Run {
       non_finite_error(" every worker's contribution was non-finite, so no finite consensus is left");
     scale(B{}, s, s, static_cast<T>(1.0 / control_.kept_weight()));
   }
-  /// The same for a compressed exchange, whose result is z + sum of the kept deviations:
-  /// s = z + (s - z) / W, the kept workers' weighted average.
-  void keep_finite(Span s, Span reference) {
+  /// The same for the model part of exchange e; when e is compressed, its result is z + the sum
+  /// of the kept deviations (z = `reference`, the piece it was posted with), so the average is
+  /// z + (s - z) / W.
+  void keep_finite(Exchange& e, Span reference) {
+    if (!e.compressed()) return keep_finite(e.model());
     if (!(control_.kept_weight() > 0.0))
       non_finite_error(" every worker's contribution was non-finite, so no finite consensus is left");
     const auto W = static_cast<T>(control_.kept_weight());
-    lerp(B{}, s, reference, T(1) / W);  // (1 - 1/W) z + s / W
+    lerp(B{}, e.model(), reference, T(1) / W);  // (1 - 1/W) z + s / W
   }
   /// After an algorithm has dealt with a withheld contribution: NonFinite::raise throws
   /// NonFiniteError on every worker; skip counts the skip (NonFiniteError after max_skips in a
