@@ -125,8 +125,9 @@ Bytes fixup_form(Bytes f) {
   return f;
 }
 
+const std::string version_text = std::to_string(cocod::checkpoint::format_version);
 std::string manifest(const std::string& algorithm, std::size_t round, std::size_t step, const std::string& workers = "1",
-                     const std::string& version = "1") {
+                     const std::string& version = version_text) {
   // @size and @crc: fuzz_checkpoint_resume puts the file's own there, so that mutations of
   // the other lines get past the manifest's checks of the file.
   std::string m = "cocod-checkpoint " + version + "\nalgorithm " + algorithm + "\nround " + std::to_string(round) +
@@ -216,18 +217,23 @@ void checkpoints(const fs::path& out) {
     write(resume / ("regress-" + s.tag + "-in-flight.in"),
           fixup_form(with_field(s.files.at(1), "exchange.0", "completed", {1})));
   write(resume / "regress-rng-zero.in", fixup_form(with_field(f, "sampler", "rng", Bytes(32, 0))));
+  // An exchange restored with a model part shorter than the model: the final average scaled
+  // the whole model into it.
+  for (const auto& s : all)
+    write(resume / ("regress-" + s.tag + "-model-size.in"),
+          fixup_form(with_field(s.files.at(1), "exchange.0", "model_size", Bytes{1, 0, 0, 0, 0, 0, 0, 0})));
   // A closed measurement window waiting to be sent with a time per sample of 2e-314 s: its
   // speed overflowed, and the re-plan cast a NaN share to an integer.
   write(resume / "regress-adaptive-tiny-time.in",
         fixup_form(with_field(adaptive.at(4), "window", "ready_sample_s", Bytes{0, 0, 0, 0, 1, 0, 0, 0})));
 
   // Manifests that the store must refuse, and one that does not match the file's header.
-  write(resume / "manifest-bad-version.in", with_manifest(manifest(name, 1, period, "1", "2"), f));
+  write(resume / "manifest-bad-version.in", with_manifest(manifest(name, 1, period, "1", std::to_string(cocod::checkpoint::format_version + 5)), f));
   write(resume / "manifest-bad-workers.in", with_manifest(manifest(name, 1, period, "2"), f));
   write(resume / "manifest-bad-round.in", with_manifest(manifest(name, 2, 2 * period, "1"), f));
   write(resume / "manifest-bad-extra.in", with_manifest(manifest(name, 1, period, "1") + "more\n", f));
   write(resume / "manifest-bad-crc.in",
-        with_manifest("cocod-checkpoint 1\nalgorithm " + name +
+        with_manifest("cocod-checkpoint " + version_text + "\nalgorithm " + name +
                           "\nround 1\nstep 2\nworkers 1\nfile worker-0.ckpt @size 0123456z\n", f));
 }
 

@@ -142,7 +142,8 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
       outer_.serialize(a);
       a("fragment", posted_);
       if constexpr (!Archive::saving)
-        if (posted_ >= fragments_.count) a.fail("fragment", "is not a fragment of this run (corrupt)");
+        if (posted_ >= fragments_.count || send_.model_size() != fragments_.size(posted_))
+          a.fail("fragment", "is not a fragment of this run, or not the one section 'exchange.0' holds (corrupt)");
     }
     if constexpr (!Archive::saving)
       if (send_.in_flight())

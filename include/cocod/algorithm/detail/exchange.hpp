@@ -46,13 +46,17 @@ class Exchange {
     buffer_.resize(n + control);
     model_size_ = capacity_ = n;
     control_size_ = control;
+    pieces_ = false;
     codec_ = Compressed<T>{};
   }
+  /// Lets use() shrink the model part (an exchange of fragments).
+  void allow_pieces() noexcept { pieces_ = true; }
   /// The model part's length from now on: at most the size given to resize() (a fragment's
   /// exchange); the control slots follow it.
   void use(std::size_t n) {
     if (in_flight_) throw std::logic_error("cocod: an exchange is resized while its collective is in flight");
-    if (n > capacity_) throw std::logic_error("cocod: an exchange's model part beyond its capacity");
+    if (n > capacity_ || (n != capacity_ && !pieces_))
+      throw std::logic_error("cocod: an exchange's model part beyond its capacity, or a piece of one that takes none");
     model_size_ = n;
   }
   /// Makes every later post() (until resize()) a compressed one: deviations from a reference
@@ -70,6 +74,8 @@ class Exchange {
   [[nodiscard]] Span model() noexcept { return buffer_.first(model_size_); }
   /// Where the control slots start.
   [[nodiscard]] std::size_t control_offset() const noexcept { return model_size_; }
+  /// The model part's length (at most the size given to resize()).
+  [[nodiscard]] std::size_t model_size() const noexcept { return model_size_; }
 
   [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
   /// Control slots after the model part.
@@ -187,7 +193,8 @@ class Exchange {
     a("bytes_sent", bytes_);
     if (codec_.active()) codec_.serialize(a);
     if constexpr (!Archive::saving) {
-      if (model_size_ > capacity_) a.fail("model_size", "is beyond the exchange's capacity (corrupt)");
+      if (model_size_ > capacity_ || (model_size_ != capacity_ && !pieces_))
+        a.fail("model_size", "is not a size this exchange can have (corrupt)");
       drain();
       in_flight_ = settled_ = completed;
       const auto now = comm::Clock::now();
@@ -215,6 +222,7 @@ class Exchange {
 
   Buffer buffer_;
   std::size_t model_size_ = 0, capacity_ = 0, control_size_ = 0;
+  bool pieces_ = false;  // use() may shrink the model part
   Compressed<T> codec_;
   std::vector<T> host_model_, host_reference_;  // host copies of the posted piece and its reference
   Comm* comm_ = nullptr;                        // of a compressed exchange in flight

@@ -110,6 +110,7 @@ class Run {
   /// `fragments`), compressed as Options::compress says (for an algorithm that takes it).
   void prepare(Exchange& e, std::size_t n, std::size_t total, std::size_t fragments) {
     prepare(e, n);
+    if (fragments > 1) e.allow_pieces();
     if (options_.compress != Compression::none)
       e.compress(options_.compress, options_.compress_block, comm_.size(), comm_.rank(), total, fragments);
   }
