@@ -225,7 +225,7 @@ class Group {
     T* mine = static_cast<T*>(job.data);
     if (job.op == Op::broadcast) {
       if (rank != job.root)
-        std::memcpy(mine, posted_[static_cast<std::size_t>(job.root)].data, job.count * sizeof(T));
+        if (job.count > 0) std::memcpy(mine, posted_[static_cast<std::size_t>(job.root)].data, job.count * sizeof(T));
       barrier_.arrive_and_wait();  // root's buffer stays untouched until all have copied
       return;
     }
@@ -240,7 +240,7 @@ class Group {
     barrier_.arrive_and_wait();
     for (std::size_t q = 0; q < N; ++q) {
       const auto [qlo, qhi] = slice(q, job.count, N);
-      std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));
+      if (qhi > qlo) std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));  // (an empty slice's buffer may be null)
     }
     // The next collective's first barrier keeps partial_ intact until everyone has copied.
   }
