@@ -27,15 +27,14 @@ namespace cocod::detail {
 template <class T>
 class Compressed {
  public:
-  /// For `workers` workers of which this is `rank`, `control` control slots, models of `total`
+  /// For `workers` workers, `control` control slots, models of `total`
   /// parameters exchanged in pieces of at most `capacity` (the largest fragment) at offsets that
   /// are fragment starts; `fragments` owner residuals.
-  void configure(Compression format, std::size_t block, std::size_t workers, std::size_t rank, std::size_t control,
+  void configure(Compression format, std::size_t block, std::size_t workers, std::size_t control,
                  std::size_t capacity, std::size_t total, std::size_t fragments) {
     format_ = format;
     block_ = block;
     workers_ = workers;
-    rank_ = rank;
     control_ = control;
     residual_.assign(total, T(0));
     const std::size_t L = slice_length(capacity);
@@ -120,8 +119,6 @@ class Compressed {
   [[nodiscard]] double bytes_sent() const noexcept {
     return static_cast<double>((workers_ - 1) * (block1(L_) + block2(L_)));
   }
-  /// This worker's error-feedback residual e_i (all fragments), for tests and checkpoints.
-  [[nodiscard]] std::span<const T> residual() const noexcept { return residual_; }
 
   template <class Archive>
   void serialize(Archive& a) {
@@ -139,7 +136,7 @@ class Compressed {
   [[nodiscard]] std::size_t block1(std::size_t L) const noexcept { return block2(L) + control_ * sizeof(T); }
 
   Compression format_ = Compression::none;
-  std::size_t block_ = 0, workers_ = 1, rank_ = 0, control_ = 0;
+  std::size_t block_ = 0, workers_ = 1, control_ = 0;
   std::size_t n_ = 0, L_ = 0, fragment_ = 0, owner_slice_ = 0;
   std::vector<T> residual_, owner_residual_, scratch_, sum_, control_sum_;
   std::vector<std::byte> send1_, recv1_, send2_, recv2_;

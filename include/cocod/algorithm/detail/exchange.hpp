@@ -62,12 +62,10 @@ class Exchange {
   /// Makes every later post() (until resize()) a compressed one: deviations from a reference
   /// held by every worker, encoded as `format` in blocks of `block`, for models of `total`
   /// parameters exchanged in at most `fragments` pieces.
-  void compress(Compression format, std::size_t block, int workers, int rank, std::size_t total, std::size_t fragments) {
-    codec_.configure(format, block, static_cast<std::size_t>(workers), static_cast<std::size_t>(rank), control_size_,
-                     capacity_, total, fragments);
+  void compress(Compression format, std::size_t block, int workers, std::size_t total, std::size_t fragments) {
+    codec_.configure(format, block, static_cast<std::size_t>(workers), control_size_, capacity_, total, fragments);
   }
   [[nodiscard]] bool compressed() const noexcept { return codec_.active(); }
-  [[nodiscard]] const Compressed<T>& codec() const noexcept { return codec_; }
   /// The whole buffer in use, control slots included.
   [[nodiscard]] Span span() noexcept { return buffer_.first(model_size_ + control_size_); }
   /// The model part.

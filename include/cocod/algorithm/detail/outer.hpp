@@ -42,7 +42,6 @@ class OuterModel {
     copy(B{}, z_.span(), x);
     std::fill(stepped_.begin(), stepped_.end(), 0);
   }
-  [[nodiscard]] bool has_rule() const noexcept { return rule_.has_value(); }
   /// The outer model, or its piece [begin, begin + n).
   [[nodiscard]] Span z() noexcept { return z_.span(); }
   [[nodiscard]] Span z(std::size_t begin, std::size_t n) noexcept { return z_.span().subspan(begin, n); }

@@ -112,7 +112,7 @@ class Run {
     prepare(e, n);
     if (fragments > 1) e.allow_pieces();
     if (options_.compress != Compression::none)
-      e.compress(options_.compress, options_.compress_block, comm_.size(), comm_.rank(), total, fragments);
+      e.compress(options_.compress, options_.compress_block, comm_.size(), total, fragments);
   }
   /// Posts e's non-blocking all-reduce, its control slots filled. A compressed exchange (one
   /// that compress() set up) sends the model part's deviation from `reference`, the piece of the
