@@ -178,3 +178,94 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   CHECK(std::vector<double>(c.staging().begin(), c.staging().end()) ==
         std::vector<double>(d.staging().begin(), d.staging().end()));
 }
+
+namespace {
+/// LeastSquares with two buffers that follow the data: every step adds the batch's first index
+/// (and its rank) into them, so each worker's differ until cocod averages them.
+struct Buffered : Model {
+  std::vector<double> stats;
+  int rank;
+  Buffered(std::size_t samples, int r, std::size_t buffers = 2) : Model(samples, 3, 1), stats(buffers, 0.0), rank(r) {
+    for (double& s : stats) s = 10.0 * r;  // differ at the start: begin() broadcasts rank 0's
+  }
+  std::span<double> buffers() { return stats; }
+  double loss_and_gradient(std::span<const std::size_t> batch, std::span<double> g) {
+    for (std::size_t i = 0; i < stats.size(); ++i) stats[i] += static_cast<double>(batch[0] + i) + 0.25 * rank;
+    return Model::loss_and_gradient(batch, g);
+  }
+};
+static_assert(cocod::BufferedModel<Buffered>);
+static_assert(!cocod::BufferedModel<Model>);
+}  // namespace
+
+TEST_CASE("a model's buffers start as rank 0's and are the weighted average at every round's end") {
+  // Unequal shards and batch sizes: weights 1/3 and 2/3 (proportional batches).
+  const std::size_t period = 3, steps = 8;  // two full rounds and a partial one of 2 steps
+  std::vector<std::vector<std::vector<double>>> seen(2);  // [rank][round] the buffers after it
+  std::vector<std::vector<double>> final(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    const int r = comm.rank();
+    Buffered model(r == 0 ? 30 : 60, r);
+    cocod::LocalSGD<Buffered, cocod::comm::Threads> opt{
+        comm, {.learning_rate = 0.01, .period = period, .batch_size = r == 0 ? 2u : 4u}};
+    opt.begin(model, cocod::Steps{steps});
+    CHECK(model.stats == std::vector<double>(2, 0.0));  // rank 0's
+    for (std::size_t s = 0; s < steps; ++s) {
+      (void)opt.step(model, opt.next_batch());
+      if (opt.round_ended()) seen[static_cast<std::size_t>(r)].push_back(model.stats);
+    }
+    (void)opt.finish(model);
+    final[static_cast<std::size_t>(r)] = model.stats;
+  });
+  REQUIRE(seen[0].size() == 2);
+  CHECK(seen[0] == seen[1]);  // the same on both workers after each round
+  CHECK(final[0] == final[1]);
+  CHECK(final[0] != seen[0].back());  // the partial round was averaged too
+}
+
+TEST_CASE("the average of the buffers is w_0 b_0 + w_1 b_1 in rank order, to the bit") {
+  std::vector<std::vector<double>> before(2), after(2);
+  double weight[2]{};
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Buffered model(r == 0 ? 30 : 60, comm.rank());
+    cocod::LocalSGD<Buffered, cocod::comm::Threads> opt{comm, {.period = 2, .batch_size = r == 0 ? 2u : 4u}};
+    opt.begin(model, cocod::Steps{2});
+    weight[r] = opt.info().weight;
+    (void)opt.step(model, opt.next_batch());
+    // Before the round's last step: predict what the step adds, then compare after it.
+    auto batch = opt.next_batch();
+    before[r] = model.stats;
+    for (std::size_t i = 0; i < 2; ++i) before[r][i] += static_cast<double>(batch[0] + i) + 0.25 * comm.rank();
+    (void)opt.step(model, batch);
+    REQUIRE(opt.round_ended());
+    after[r] = model.stats;
+    (void)opt.finish(model);
+  });
+  CHECK(weight[0] == doctest::Approx(1.0 / 3.0));
+  for (std::size_t i = 0; i < 2; ++i) {
+    const double expected = weight[0] * before[0][i] + weight[1] * before[1][i];
+    CHECK(after[0][i] == expected);
+    CHECK(after[1][i] == expected);
+  }
+}
+
+TEST_CASE("workers whose models have different buffer sizes are refused at begin(), on every worker") {
+  std::atomic<int> errors{0};
+  CHECK_THROWS_AS(cocod::comm::Threads::run(3,
+                                            [&](cocod::comm::Threads comm) {
+                                              Buffered model(20, comm.rank(), comm.rank() == 2 ? 3 : 2);
+                                              cocod::CoCoDSGD<Buffered, cocod::comm::Threads> opt{comm, {}};
+                                              try {
+                                                opt.begin(model);
+                                              } catch (const cocod::DistributedError& e) {
+                                                CHECK(std::string(e.what()).starts_with(
+                                                    "cocod: the workers' models have different numbers of buffer "
+                                                    "elements (buffers()): rank "));
+                                                ++errors;
+                                                throw;
+                                              }
+                                            }),
+                  cocod::DistributedError);
+  CHECK(errors == 3);
+}

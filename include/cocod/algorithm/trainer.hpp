@@ -131,6 +131,14 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   void begin(Model& model) {
     this->setup(model, Derived::name, [&](std::size_t n) { self().allocate(n); },
                 [&](span_type x) { self().start(x); });
+    if constexpr (BufferedModel<Model>) {
+      try {
+        this->start_buffers(as_span(model.buffers()));
+      } catch (...) {
+        this->abandon();
+        throw;
+      }
+    }
   }
   /// Starts a run whose length is given by Epochs, Steps or Rounds (info().total_steps).
   template <class Stop>
@@ -217,6 +225,7 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   Report finish(Model& model) {
     auto x = this->parameters(model, "finish");
     try {
+      if (this->pos_.step_in_round != 0) average_model_buffers(model);  // (a full round averaged them at its end)
       this->close_partial_round();
       self().finish_run(x);
     } catch (...) {
@@ -286,7 +295,13 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
 
   double advance(Model& model, span_type x, std::span<const std::size_t> batch) {
     return this->run_step([&](scalar_type lr) { return self().compute(model, x, batch, lr); },
-                          [&](scalar_type lr) { self().communicate(x, lr); }, [&] { self().end_round(x); });
+                          [&](scalar_type lr) { self().communicate(x, lr); }, [&] {
+                            self().end_round(x);
+                            average_model_buffers(model);
+                          });
+  }
+  void average_model_buffers(Model& model) {
+    if constexpr (BufferedModel<Model>) this->average_buffers(as_span(model.buffers()));
   }
 };
 

@@ -136,6 +136,17 @@ concept StatefulModel = requires(const M& cm, M& m, std::vector<std::byte>& out,
   m.load_state(in);
 };
 
+/// A model with statistics that are not trained but follow the data (BatchNorm's running mean
+/// and variance): `m.buffers()` returns them as one contiguous buffer of the parameters' scalar
+/// and memory space, as a view (std::span<T>, device_span<T>) or by reference. cocod broadcasts
+/// rank 0's buffers at begin(), like the parameters, and replaces every worker's with the
+/// weighted average sum_i w_i b_i at the end of each round (and of a last, partial round), with
+/// a blocking all-reduce counted as the round's communication. Optional.
+template <class M>
+concept BufferedModel = Model<M> && requires(M& m) {
+  { as_span(m.buffers()) } -> std::same_as<typename model_requirements::traits_of<M>::span>;
+};
+
 /// The scalar type of a model's parameters.
 template <class M>
 using scalar_of_t = typename model_requirements::traits_of<M>::scalar;

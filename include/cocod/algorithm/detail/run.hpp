@@ -6,6 +6,7 @@
 // state: the position (step, round), the sampler, the local update, the schedule's window, the
 // control slots and the recorder; exchanges belong to the algorithm. The helpers at the end are
 // what an algorithm does with them.
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -248,6 +249,29 @@ class Run {
     running_ = true;
     start(x);
   }
+  // ---- a model's buffers (cocod::BufferedModel) -------------------------------------------------
+
+  /// At begin(): every worker holds as many buffer elements as rank 0 (DistributedError on every
+  /// worker otherwise), then rank 0's buffers.
+  void start_buffers(Span b) {
+    std::array<double, 2> count{static_cast<double>(b.size()), static_cast<double>(b.size()) * static_cast<double>(b.size())};
+    comm_.all_reduce(std::span<double>(count));
+    // All sizes are equal exactly when N sum(n^2) == (sum n)^2 (exact in double up to 2^26 elements).
+    if (static_cast<double>(info_.workers) * count[1] != count[0] * count[0])
+      throw DistributedError("cocod: the workers' models have different numbers of buffer elements (buffers()): rank " +
+                             std::to_string(info_.rank) + " has " + std::to_string(b.size()) +
+                             "; every worker must build the same model");
+    comm_.broadcast(b, 0);
+  }
+  /// At a round's end: b = sum_i w_i b_i, blocking.
+  void average_buffers(Span b) {
+    if (b.size() == 0) return;
+    const auto t0 = comm::Clock::now();
+    scale(B{}, b, b, weight());
+    comm_.all_reduce(b);
+    recorder_.blocking(pos_.step, t0, comm::Clock::now(), Exchange::ring_bytes(b.size(), comm_.size()));
+  }
+
   void set_length(std::size_t total_steps) {
     pos_.total_steps = info_.total_steps = total_steps;
     recorder_.reserve(info_, measuring ? total_steps : total_steps / plan_.period);
