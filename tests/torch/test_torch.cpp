@@ -1,0 +1,338 @@
+// cocod::torch::ModuleModel: a libtorch module as a cocod::Model. Zero copy (the parameters and
+// gradients are cocod's memory), one step equal to torch::optim::SGD's, buffers averaged and
+// checkpointed, a run whose loss falls, and the modules it refuses.
+// libtorch first: it brings glog, whose CHECK macros would otherwise replace doctest's.
+#include <torch/torch.h>
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LE
+#undef CHECK_LT
+#undef CHECK_GE
+#undef CHECK_GT
+#include <doctest/doctest.h>
+
+#include <cocod.hpp>
+#include <cocod/torch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+// A synthetic classification shard: 3 classes of Gaussian blobs in 8 dimensions.
+struct Shard {
+  torch::Tensor inputs, targets;
+};
+Shard shard(std::int64_t n, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::Tensor targets = torch::randint(0, 3, {n}, torch::kLong);
+  torch::Tensor centres = torch::randn({3, 8}) * 2.0;
+  torch::Tensor inputs = centres.index_select(0, targets) + torch::randn({n, 8});
+  return {inputs, targets};
+}
+
+torch::nn::Sequential mlp(std::uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 3));
+}
+
+auto cross_entropy = [](const torch::Tensor& out, const torch::Tensor& y) { return F::cross_entropy(out, y); };
+using Loss = decltype(cross_entropy);
+
+// A module of the user's own: submodules, a BatchNorm (float running statistics and an integer
+// counter) and a parameter of its own.
+struct NetImpl : torch::nn::Module {
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::BatchNorm1d norm{nullptr};
+  torch::Tensor scale;
+  NetImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(8, 16));
+    norm = register_module("norm", torch::nn::BatchNorm1d(16));
+    fc2 = register_module("fc2", torch::nn::Linear(16, 3));
+    scale = register_parameter("scale", torch::ones({1}));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(torch::relu(norm(fc1(x)))) * scale; }
+};
+TORCH_MODULE(Net);
+
+// |a - b| in units of the last place of `scale`, the largest magnitude among the operands and
+// the results: a fused multiply-add and a multiply then add differ by at most one such unit.
+double ulps(float a, float b, float scale) {
+  const float s = std::max({std::abs(scale), std::abs(a), std::abs(b), std::numeric_limits<float>::min()});
+  return std::abs(static_cast<double>(a) - static_cast<double>(b)) / (std::nextafter(s, INFINITY) - s);
+}
+
+}  // namespace
+
+static_assert(cocod::Model<cocod::torch::ModuleModel<torch::nn::Sequential, Loss>>);
+static_assert(cocod::BufferedModel<cocod::torch::ModuleModel<Net, Loss>>);
+static_assert(cocod::StatefulModel<cocod::torch::ModuleModel<Net, Loss>>);
+
+TEST_CASE("the module's parameters are views into the buffer cocod updates (no copy)") {
+  auto data = shard(64, 1);
+  auto net = mlp(2);
+  auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+  const std::span<float> x = model.parameters();
+  CHECK(x.size() == 8 * 16 + 16 + 16 * 3 + 3);
+  const auto layout = model.layout();
+  REQUIRE(layout.size() == 4);
+  CHECK(layout[0].first == "0.weight");
+  std::size_t i = 0;
+  for (const auto& p : net->parameters()) {
+    CHECK(p.data_ptr<float>() == x.data() + layout[i].second);
+    CHECK(p.is_contiguous());
+    ++i;
+  }
+  x[0] = 42.0f;  // what cocod writes, the module computes with
+  CHECK(net->parameters()[0].view({-1})[0].item<float>() == 42.0f);
+}
+
+TEST_CASE("backward() writes the gradient into cocod's buffer in place, equal to a plain backward") {
+  auto data = shard(64, 3);
+  auto net = mlp(4), reference = mlp(4);
+  std::vector<float> g(8 * 16 + 16 + 16 * 3 + 3, 7.0f);  // not zero: the adapter zeroes it
+  std::size_t checked = 0;
+  auto loss = [&](const torch::Tensor& out, const torch::Tensor& y) {
+    // During the step the parameters' .grad() are views of g.
+    for (const auto& p : net->parameters()) {
+      CHECK(p.grad().defined());
+      CHECK(static_cast<float*>(p.grad().data_ptr()) >= g.data());
+      CHECK(static_cast<float*>(p.grad().data_ptr()) < g.data() + g.size());
+      ++checked;
+    }
+    return F::cross_entropy(out, y);
+  };
+  auto model = cocod::torch::make_model(net, data.inputs, data.targets, loss);
+  const std::vector<std::size_t> batch{3, 1, 4, 15, 9, 26, 5, 35};
+  const double l = model.loss_and_gradient(batch, g);
+  CHECK(checked == 4);
+  CHECK(model.gradient_copies() == 0);
+  for (const auto& p : net->parameters()) CHECK_FALSE(p.grad().defined());  // undefined between steps
+
+  torch::Tensor index = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()));
+  torch::Tensor ref_loss = F::cross_entropy(reference->forward(data.inputs.index_select(0, index)),
+                                            data.targets.index_select(0, index));
+  ref_loss.backward();
+  CHECK(l == ref_loss.item<double>());
+  std::size_t offset = 0, differ = 0;
+  for (const auto& p : reference->parameters()) {
+    const torch::Tensor flat = p.grad().contiguous().view({-1});
+    for (std::int64_t j = 0; j < flat.numel(); ++j) differ += flat[j].item<float>() != g[offset + static_cast<std::size_t>(j)];
+    offset += static_cast<std::size_t>(flat.numel());
+  }
+  CHECK(differ == 0);  // the same kernels in the same order: bitwise
+}
+
+// cocod's update::Sgd evaluates d = g + lambda x; v = mu v + d; x = x - lr (d + mu v) with a
+// rounding after every operation, as written. torch::optim::SGD evaluates the same formula with
+// add(alpha) and add_(alpha), which its CPU kernels compute as a fused multiply-add (one rounding
+// instead of two) where the CPU has FMA. So the two agree to 1 ulp of the largest operand (2 with
+// Nesterov, whose d + mu v is a second fused operation in a row), and bitwise wherever the skipped
+// rounding is exact. Each step starts both from torch's parameters,
+// so that both compute the same gradient; the momentum buffers carry their own rounding on.
+TEST_CASE("a step of cocod's update::Sgd equals torch::optim::SGD's to 1 ulp (2 with Nesterov)") {
+  struct Setting {
+    double momentum, weight_decay;
+    bool nesterov;
+  };
+  for (const Setting s : {Setting{0.0, 0.0, false}, Setting{0.0, 1e-3, false}, Setting{0.9, 0.0, false},
+                          Setting{0.9, 5e-4, true}, Setting{0.5, 1e-3, false}}) {
+    CAPTURE(s.momentum);
+    CAPTURE(s.weight_decay);
+    CAPTURE(s.nesterov);
+    auto data = shard(96, 5);
+    auto net = mlp(6), reference = mlp(6);
+    auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+    cocod::SyncSGD<decltype(model), cocod::comm::Local> opt{
+        cocod::comm::Local{},
+        {.learning_rate = 0.1, .momentum = s.momentum, .nesterov = s.nesterov, .weight_decay = s.weight_decay, .batch_size = 16}};
+    torch::optim::SGD sgd(reference->parameters(), torch::optim::SGDOptions(0.1)
+                                                       .momentum(s.momentum)
+                                                       .nesterov(s.nesterov)
+                                                       .weight_decay(s.weight_decay));
+    opt.begin(model, cocod::Steps{3});
+    double worst = 0;
+    std::size_t equal = 0, total = 0;
+    for (int step = 0; step < 3; ++step) {
+      const std::span<float> x = model.parameters();
+      std::vector<float> before;
+      for (const auto& p : reference->parameters()) {  // start from torch's parameters
+        const torch::Tensor flat = p.detach().contiguous().view({-1});
+        before.insert(before.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+      }
+      std::copy(before.begin(), before.end(), x.begin());
+      const auto batch = opt.next_batch();
+      torch::Tensor index = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()));
+      sgd.zero_grad();
+      F::cross_entropy(reference->forward(data.inputs.index_select(0, index)), data.targets.index_select(0, index))
+          .backward();
+      sgd.step();
+      (void)opt.step(model, batch);
+      std::size_t offset = 0;
+      for (const auto& p : reference->parameters()) {
+        const torch::Tensor flat = p.detach().contiguous().view({-1});
+        const float* r = flat.data_ptr<float>();
+        for (std::int64_t j = 0; j < flat.numel(); ++j, ++offset) {
+          worst = std::max(worst, ulps(r[j], x[offset], before[offset]));
+          equal += r[j] == x[offset];
+          ++total;
+        }
+      }
+    }
+    MESSAGE("torch::optim::SGD vs update::Sgd: " << equal << " of " << total << " updated parameters bitwise equal, "
+                                                 << "the others within " << worst << " ulp");
+    CHECK(worst <= (s.nesterov ? 2.0 : 1.0));
+    CHECK(equal > total / 2);
+    (void)opt.finish(model);
+  }
+}
+
+TEST_CASE("a Sequential trains under CoCoD-SGD on two workers: the loss falls and the workers agree") {
+  std::vector<float> first(2), last(2);
+  std::vector<std::vector<float>> finals(2);
+  std::mutex torch_init;
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Shard data;
+    torch::nn::Sequential net{nullptr};
+    {
+      std::lock_guard lock(torch_init);  // torch::manual_seed is one generator for the process
+      data = shard(256, 10 + r);
+      net = mlp(20 + r);  // different initial weights: begin() broadcasts rank 0's
+    }
+    auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+    cocod::CoCoDSGD<decltype(model), cocod::comm::Threads> opt{
+        comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 4, .batch_size = 16}};
+    const cocod::Report report = opt.optimize(model, cocod::Epochs{6});
+    first[r] = static_cast<float>(report.rounds.front().loss);
+    last[r] = static_cast<float>(report.rounds.back().loss);
+    finals[r].assign(model.parameters().begin(), model.parameters().end());
+  });
+  CHECK(last[0] < 0.5f * first[0]);
+  CHECK(last[1] < 0.5f * first[1]);
+  CHECK(finals[0] == finals[1]);  // the consensus, bitwise the same on both workers
+}
+
+TEST_CASE("a module's own BatchNorm statistics are averaged at each round's end and travel in checkpoints") {
+  const auto dir = std::filesystem::temp_directory_path() / "cocod_test_torch_checkpoint";
+  std::filesystem::remove_all(dir);
+  std::vector<std::vector<float>> buffers(2), resumed(2);
+  std::vector<std::int64_t> counted(2), counted_resumed(2);
+  std::mutex torch_init;
+  auto run = [&](bool resume) {
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      const auto r = static_cast<std::size_t>(comm.rank());
+      Shard data;
+      Net net;
+      {
+        std::lock_guard lock(torch_init);
+        data = shard(128, 30 + r);
+        torch::manual_seed(40);
+        net = Net();
+      }
+      auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+      CHECK(model.buffers().size() == 2 * 16);  // running_mean and running_var; num_batches_tracked is kept
+      cocod::LocalSGD<decltype(model), cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 3, .batch_size = 8}};
+      cocod::Checkpoints store(dir);
+      if (resume) {
+        REQUIRE(opt.resume(model, store, cocod::Steps{12}));
+        resumed[r].assign(model.buffers().begin(), model.buffers().end());
+        counted_resumed[r] = net->norm->num_batches_tracked.item<std::int64_t>();
+        (void)opt.finish(model);
+        return;
+      }
+      opt.begin(model, cocod::Steps{12});
+      for (int s = 0; s < 6; ++s) (void)opt.step(model, opt.next_batch());
+      REQUIRE(opt.round_ended());
+      buffers[r].assign(model.buffers().begin(), model.buffers().end());
+      counted[r] = net->norm->num_batches_tracked.item<std::int64_t>();
+      CHECK(net->norm->running_mean.data_ptr<float>() == model.buffers().data());  // a view, not a copy
+      opt.save(model, store);
+      (void)opt.finish(model);
+    });
+  };
+  run(false);
+  CHECK(buffers[0] == buffers[1]);  // averaged: the same on both workers
+  CHECK(buffers[0] != std::vector<float>(buffers[0].size(), 0.0f));
+  CHECK(counted[0] == 6);
+  run(true);
+  CHECK(resumed[0] == buffers[0]);
+  CHECK(resumed[1] == buffers[1]);
+  CHECK(counted_resumed[0] == 6);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("modules and data the adapter cannot drive are refused, naming what is wrong") {
+  auto data = shard(16, 50);
+  SUBCASE("a parameter that is not float") {
+    struct MixedImpl : torch::nn::Module {
+      torch::nn::Linear fc{nullptr};
+      torch::Tensor bias2;
+      MixedImpl() {
+        fc = register_module("fc", torch::nn::Linear(8, 3));
+        bias2 = register_parameter("bias2", torch::zeros({3}, torch::kDouble));
+      }
+      torch::Tensor forward(torch::Tensor x) { return fc(x) + bias2.to(torch::kFloat); }
+    };
+    auto net = std::make_shared<MixedImpl>();
+    CHECK_THROWS_WITH_AS(cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy),
+                         "cocod::torch::ModuleModel: parameter 'bias2' is Double; every parameter must be Float "
+                         "(convert the module with ->to(torch::kFloat), or adapt it as ModuleModel<Net, Loss, double>)",
+                         std::invalid_argument);
+  }
+  SUBCASE("a module in double, adapted as double, works") {
+    auto net = mlp(51);
+    net->to(torch::kDouble);
+    cocod::torch::ModuleModel<torch::nn::Sequential, Loss, double> model(net, data.inputs.to(torch::kDouble), data.targets,
+                                                                         cross_entropy);
+    std::vector<double> g(model.parameters().size());
+    const std::vector<std::size_t> batch{0, 1, 2};
+    CHECK(std::isfinite(model.loss_and_gradient(batch, g)));
+  }
+  SUBCASE("inputs and targets of different lengths") {
+    CHECK_THROWS_WITH_AS(cocod::torch::make_model(mlp(52), data.inputs, data.targets.narrow(0, 0, 10), cross_entropy),
+                         "cocod::torch::ModuleModel: inputs and targets must hold the same number of samples along "
+                         "dimension 0 (inputs: [16, 8], targets: [10])",
+                         std::invalid_argument);
+  }
+  SUBCASE("a module whose parameters are all frozen") {
+    auto net = mlp(53);
+    for (auto& p : net->parameters()) p.set_requires_grad(false);
+    CHECK_THROWS_WITH_AS(cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy),
+                         "cocod::torch::ModuleModel: the module has no parameter that requires a gradient",
+                         std::invalid_argument);
+  }
+  SUBCASE("a loss that is not a scalar") {
+    auto none = [](const torch::Tensor& out, const torch::Tensor& y) {
+      return F::cross_entropy(out, y, F::CrossEntropyFuncOptions().reduction(torch::kNone));
+    };
+    auto model = cocod::torch::make_model(mlp(54), data.inputs, data.targets, none);
+    std::vector<float> g(model.parameters().size());
+    const std::vector<std::size_t> batch{0, 1};
+    CHECK_THROWS_WITH_AS(model.loss_and_gradient(batch, g),
+                         "cocod::torch::ModuleModel: the loss returned a tensor of shape [2]; it must return the batch's "
+                         "mean loss, a scalar",
+                         std::invalid_argument);
+  }
+}
+
+TEST_CASE("a step under the caller's torch::NoGradGuard still computes the gradient") {
+  auto data = shard(32, 60);
+  auto model = cocod::torch::make_model(mlp(61), data.inputs, data.targets, cross_entropy);
+  std::vector<float> g(model.parameters().size(), 0.0f);
+  const std::vector<std::size_t> batch{0, 1, 2, 3};
+  torch::NoGradGuard no_grad;
+  (void)model.loss_and_gradient(batch, g);
+  CHECK(std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }));
+  CHECK_FALSE(torch::GradMode::is_enabled());  // the caller's mode is back
+}
