@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "cocod/backend/scalar.hpp"
-#include "cocod/torch/flat.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/torch/detail/flat.hpp"
+#undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::torch {
 

@@ -1,4 +1,7 @@
 #pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/torch/detail/flat.hpp is internal: include <cocod/torch.hpp>"
+#endif
 // Tensors re-seated as views into one flat, contiguous tensor: the module keeps its tensors
 // (the same autograd variables, the same names), and their memory becomes consecutive slices of
 // one buffer that cocod can update in place.

@@ -1,0 +1,95 @@
+// Fashion-MNIST with libtorch networks: a small CNN or the MLP, written with torch::nn and
+// trained by each algorithm through cocod::torch::ModuleModel (the module's own parameters, no
+// copy per step). The same flags as the fashion_mnist example.
+//
+//   torch_fashion_mnist --model cnn --algo all --workers 4
+//   torch_fashion_mnist --model mlp --algo cocod,ssgd --torch-threads 1
+//   mpiexec -n 2 torch_fashion_mnist --comm mpi
+#include <cocod.hpp>
+#include <cocod/torch.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "idx.hpp"
+#include "models.hpp"
+#include "nets.hpp"
+
+namespace {
+
+/// Samples as rows of a tensor in the network's shape, and their labels.
+struct Tensors {
+  torch::Tensor inputs, targets;
+};
+Tensors to_tensors(const fmnist::Shard& s, const std::string& model) {
+  std::vector<std::int64_t> shape{static_cast<std::int64_t>(s.size())};
+  for (std::int64_t d : nets::sample_shape(model)) shape.push_back(d);
+  // The shard's matrix holds one sample per column, column-major: row-major samples x pixels.
+  torch::Tensor inputs = torch::from_blob(const_cast<float*>(s.x.data()), shape, torch::kFloat).clone();
+  std::vector<std::int64_t> labels(s.y.begin(), s.y.end());
+  return {inputs, torch::tensor(labels, torch::kLong)};
+}
+
+auto cross_entropy = [](const torch::Tensor& logits, const torch::Tensor& labels) {
+  return torch::nn::functional::cross_entropy(logits, labels);
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  example::Args defaults;  // every algorithm reaches the quality bar with these
+  defaults.learning_rate = 0.02;
+  defaults.momentum = 0.9;
+  defaults.cosine = true;
+  defaults.batch = 64;
+  defaults.epochs = 12;
+  defaults.auto_period = true;
+  example::Cli options("Fashion-MNIST with libtorch networks: test accuracy, training loss and round times of each "
+                       "algorithm.", defaults);
+  std::string model = "cnn", data = "/usr/share/datasets/fashion-mnist";
+  bool non_iid = false;
+  int torch_threads = 1;
+  const char* g = "Fashion-MNIST (libtorch)";
+  options.app().add_option("--model", model, "cnn (two convolutions, pooling, two linear layers) or mlp (784-256-128-10)")
+      ->type_name("cnn|mlp")->capture_default_str()->check(cli::one_of({"cnn", "mlp"}))->group(g);
+  options.app().add_option("--data", data, "the directory of the gzipped IDX files")
+      ->type_name("DIR")->capture_default_str()->group(g);
+  options.app().add_flag("--non-iid", non_iid, "each worker mostly sees a few classes")->group(g);
+  options.app().add_option("--torch-threads", torch_threads,
+                           "libtorch's intra-op threads, shared by the workers of this process (torch::set_num_threads)")
+      ->type_name("N")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
+  example::Args args = options.parse(argc, argv);
+  torch::set_num_threads(torch_threads);
+
+  idx::Dataset train, test;
+  try {
+    train = idx::load(data + "/train-images-idx3-ubyte.gz", data + "/train-labels-idx1-ubyte.gz");
+    test = idx::load(data + "/t10k-images-idx3-ubyte.gz", data + "/t10k-labels-idx1-ubyte.gz");
+  } catch (const idx::Error& e) {
+    std::fprintf(stderr, "%s: %s\n(Debian: apt-get install dataset-fashion-mnist)\n", argv[0], e.what());
+    return 1;
+  }
+  std::vector<std::size_t> all(test.count);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const fmnist::Scaling scaling = fmnist::standardize(train);  // the training set's statistics, for both sets
+  const Tensors test_set = to_tensors(fmnist::to_shard(test, all, scaling), model);
+  std::size_t parameters = 0;
+  for (const auto& p : nets::make(model, args.seed)->parameters()) parameters += static_cast<std::size_t>(p.numel());
+
+  return example::compare(argc, argv, args, parameters,
+      [&](int rank, int workers) {
+        const Tensors mine = to_tensors(fmnist::shard(train, rank, workers, non_iid, args.seed, scaling), model);
+        return cocod::torch::make_model(nets::make(model, args.seed), mine.inputs, mine.targets, cross_entropy);
+      },
+      [&](auto& m) {
+        torch::NoGradGuard no_grad;
+        m.net()->eval();
+        const torch::Tensor predicted = m.net()->forward(test_set.inputs).argmax(1);
+        const double accuracy = predicted.eq(test_set.targets).to(torch::kDouble).mean().template item<double>();
+        return std::vector<std::pair<std::string, double>>{{"test_accuracy", accuracy}};
+      });
+}
