@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdio>
@@ -177,6 +178,48 @@ TEST_CASE("all_reduce and broadcast, float and double, every progress design") {
   }
   MpiOptions native{.deterministic = false};
   check_collectives<double>(with(native));
+}
+
+namespace {
+// Values whose sums round differently in another order.
+template <class T>
+std::vector<T> rounding_values(std::size_t n, int rank) {
+  std::vector<T> v(n);
+  cocod::Rng rng(1000 + static_cast<std::uint64_t>(rank));
+  for (auto& x : v) x = static_cast<T>((rng.uniform() - 0.5) * std::pow(10.0, 6.0 * rng.uniform() - 3.0));
+  return v;
+}
+template <class T>
+void check_pipelined(Mpi comm) {
+  const auto N = static_cast<std::size_t>(comm.size());
+  // Slices of several chunks (64 Ki elements each), lengths that do not divide evenly.
+  for (std::size_t n : {N * (std::size_t{3} << 16) + 17, std::size_t{(1u << 16) + 5}, std::size_t{5}}) {
+    CAPTURE(n);
+    std::vector<T> v = rounding_values<T>(n, comm.rank());
+    std::vector<T> w = v;
+    comm.all_reduce(std::span<T>(v));
+    auto request = comm.all_reduce_async(std::span<T>(w));
+    request.wait();
+    std::vector<T> expected;
+    cocod::comm::Threads::run(comm.size(), [&](cocod::comm::Threads t) {
+      std::vector<T> mine = rounding_values<T>(n, t.rank());
+      t.all_reduce(std::span<T>(mine));
+      if (t.rank() == 0) expected = std::move(mine);
+    });
+    CHECK(v == expected);
+    CHECK(w == expected);
+  }
+}
+}  // namespace
+
+TEST_CASE("the rank-ordered all-reduce of many chunks equals comm::Threads' to the bit, every progress design") {
+  for (const auto& d : designs) {
+    CAPTURE(cocod::comm::to_string(d.progress));
+    check_pipelined<float>(with(d));
+    check_pipelined<double>(with(d));
+  }
+  MpiOptions no_timeout{.stall_timeout = std::chrono::milliseconds(0)};  // blocking waits in MPI_Wait
+  check_pipelined<float>(with(no_timeout));
 }
 
 TEST_CASE("a blocking collective after a posted one completes on every rank, whichever rank runs ahead") {

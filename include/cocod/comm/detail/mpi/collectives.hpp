@@ -6,8 +6,9 @@
 // that MPI_Test or MPI_Wait advance (whoever drives them: see progress.hpp). The byte
 // collectives are MPI_(I)alltoall and MPI_(I)allgather of MPI_BYTE, one stage after the
 // exchange of descriptions. With
-// MpiOptions::deterministic an all-reduce is a reduce-scatter (an all-to-all whose slices are
-// summed in rank order) then an all-gather: the sums of comm::Threads, to the bit.
+// MpiOptions::deterministic an all-reduce is a reduce-scatter whose slices are summed in rank
+// order, pipelined chunk by chunk with the all-gather (rank_ordered.hpp): the sums of
+// comm::Threads, to the bit.
 //
 // Before its data moves, every collective sends a description of itself (a Header: what, of
 // which scalar, how many, from which root) to every peer and receives theirs. Ranks whose
@@ -30,7 +31,7 @@
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/mpi/environment.hpp"
 #include "cocod/comm/detail/mpi/options.hpp"
-#include "cocod/comm/detail/rank_order.hpp"
+#include "cocod/comm/detail/mpi/rank_ordered.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
 #include "cocod/errors.hpp"
 
@@ -89,7 +90,7 @@ static_assert(sizeof(Header) == 3 * sizeof(std::int64_t));
   return s + " s";
 }
 
-/// The duplicated communicator and the buffers of the rank-ordered sum. Used by one thread at a
+/// The duplicated communicator and the schedule of the rank-ordered sum. Used by one thread at a
 /// time (the progress engine's lock or its communication thread).
 class Collectives {
  public:
@@ -98,10 +99,6 @@ class Collectives {
     check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    counts_.resize(static_cast<std::size_t>(size_));
-    displs_.resize(static_cast<std::size_t>(size_));
-    recv_counts_.resize(static_cast<std::size_t>(size_));
-    recv_displs_.resize(static_cast<std::size_t>(size_));
     headers_.resize(static_cast<std::size_t>(size_));
     exchange_.assign(2 * static_cast<std::size_t>(size_ - 1), MPI_REQUEST_NULL);
   }
@@ -318,29 +315,17 @@ class Collectives {
           } else if (!rank_ordered()) {
             check(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_, &op.request), "MPI_Iallreduce");
           } else {
-            prepare_reduce_scatter<T>(op.count);
-            check(MPI_Ialltoallv(data, counts_.data(), displs_.data(), type, scratch_.data(), recv_counts_.data(),
-                                 recv_displs_.data(), type, comm_, &op.request),
-                  "MPI_Ialltoallv");
+            rank_ordered_.start(data, op.count, type, comm_, rank_, size_);
           }
           op.stage = 3;
           break;
         }
-        case 3:
-          if (!finished()) return false;
-          if (op.op != Op::all_reduce || !rank_ordered()) {
-            op.stage = 0;
-            return true;
-          }
-          // Sum the received slices in rank order, into this rank's slice, then share it.
-          sum_own_slice<T>(data);
-          op.since = Clock::now();
-          check(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, data, counts_.data(), displs_.data(), type, comm_, &op.request),
-                "MPI_Iallgatherv");
-          op.stage = 4;
-          break;
         default:
-          if (!finished()) return false;
+          if (op.op == Op::all_reduce && rank_ordered()) {
+            if (!rank_ordered_.advance<T>(block, schedule_wait(op))) return false;
+          } else if (!finished()) {
+            return false;
+          }
           op.stage = 0;
           return true;
       }
@@ -360,15 +345,19 @@ class Collectives {
       check(MPI_Bcast(data, n, type, op.root, comm_), "MPI_Bcast");
     } else if (!rank_ordered()) {
       check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_), "MPI_Allreduce");
-    } else {
-      prepare_reduce_scatter<T>(op.count);
-      check(MPI_Alltoallv(data, counts_.data(), displs_.data(), type, scratch_.data(), recv_counts_.data(),
-                          recv_displs_.data(), type, comm_),
-            "MPI_Alltoallv");
-      sum_own_slice<T>(data);
-      check(MPI_Allgatherv(MPI_IN_PLACE, 0, type, data, counts_.data(), displs_.data(), type, comm_),
-            "MPI_Allgatherv");
+    } else {  // (the same point-to-point schedule: no blocking call of MPI's does it)
+      rank_ordered_.start(data, op.count, type, comm_, rank_, size_);
+      rank_ordered_.advance<T>(true, schedule_wait(op));
     }
+  }
+  // How the rank-ordered schedule tests or waits for its messages: a stall is no progress for
+  // the stall timeout since the last message that completed.
+  auto schedule_wait(Operation& op) {
+    return [this, &op](MPI_Request* requests, int n, bool block) {
+      if (!wait_all(requests, n, block, op.since, [&] { stall_in_data(op); })) return false;
+      op.since = Clock::now();
+      return true;
+    };
   }
 
   // One rank has nothing to exchange, so its sum is MPI's whatever the setting.
@@ -387,40 +376,11 @@ class Collectives {
     return op.count > 0 && op.send == own ? MPI_IN_PLACE : op.send;
   }
 
-  // Slices (those of comm::Threads), receive counts and the scratch space of the
-  // reduce-scatter (an all-to-all).
-  template <class T>
-  void prepare_reduce_scatter(std::size_t n) {
-    const auto N = static_cast<std::size_t>(size_);
-    for (std::size_t q = 0; q < N; ++q) {
-      const auto [lo, hi] = comm::detail::slice(q, n, N);
-      counts_[q] = static_cast<int>(hi - lo);
-      displs_[q] = static_cast<int>(lo);
-    }
-    const int mine = counts_[static_cast<std::size_t>(rank_)];
-    for (std::size_t q = 0; q < N; ++q) {
-      recv_counts_[q] = mine;
-      recv_displs_[q] = static_cast<int>(q) * mine;
-    }
-    const std::size_t bytes = static_cast<std::size_t>(mine) * N * sizeof(T);
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-  }
-
-  template <class T>
-  void sum_own_slice(T* data) {
-    const auto r = static_cast<std::size_t>(rank_);
-    const auto mine = static_cast<std::size_t>(counts_[r]);
-    const T* parts = reinterpret_cast<const T*>(scratch_.data());
-    comm::detail::sum_in_rank_order(data + displs_[r], mine, counts_.size(),
-                                    [&](std::size_t q) { return parts + q * mine; });
-  }
-
   bool deterministic_;
   std::chrono::milliseconds stall_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  std::vector<int> counts_, displs_, recv_counts_, recv_displs_;
-  std::vector<std::byte> scratch_;
+  RankOrderedAllReduce rank_ordered_;
   std::vector<Header> headers_;          // every rank's, for the exchange in flight
   std::vector<MPI_Request> exchange_;    // its receives (peers in rank order), then its sends
   std::string broken_;                   // why no collective may run any more: a mismatch or a stall
