@@ -189,7 +189,7 @@ TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agree
       cocod::comm::Throttled<cocod::comm::Threads> comm{inner, link};
       Sleepy model(r, 1.0, std::chrono::microseconds(100));
       using S = Adaptive<>;
-      cocod::Optimizer<Sleepy, decltype(comm), S> opt{comm, o, S{.balance = false, .max_period = cap, .every = 4}};
+      cocod::Optimizer<Sleepy, decltype(comm), S> opt{comm, o, S{.balance = false, .max_period = cap, .margin = 0.0, .every = 4}};
       const auto rep = opt.optimize(model, cocod::Steps{80});
       for (const auto& round : rep.rounds) periods[static_cast<std::size_t>(r)].push_back(round.period);
     });
@@ -205,6 +205,29 @@ TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agree
       CHECK(k <= 5);
     }
   }
+}
+
+TEST_CASE("the all-reduce time a worker reports is its mean plus the margin of standard deviations between rounds") {
+  for (const double margin : {0.0, 2.0}) {
+    using S = Adaptive<>;
+    const S schedule{.margin = margin, .first = 4, .every = 4};
+    cocod::schedule::Window<S> window;
+    window.start(1);
+    // Round 0 is start-up; rounds 1-4 hold one all-reduce each of 1, 2, 3 and 2 ms (two in round 4).
+    window.add(schedule, {0, 1.0, 10.0, 9.0, 1});
+    window.add(schedule, {1, 0.1, 10.0, 0.001, 1});
+    window.add(schedule, {2, 0.1, 10.0, 0.002, 1});
+    window.add(schedule, {3, 0.1, 10.0, 0.003, 1});
+    window.add(schedule, {4, 0.1, 10.0, 0.004, 2});
+    std::vector<double> slots(2);
+    REQUIRE(window.write(std::span<double>(slots), 0));
+    // mean over the 5 all-reduces: 10 ms / 5 = 2 ms; the rounds' means 1, 2, 3, 2 ms: deviation sqrt(2/3) ms
+    const double expected = 0.002 + margin * std::sqrt(2.0 / 3.0) * 0.001;
+    CHECK(slots[1] == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(slots[0] == doctest::Approx(0.4 / 40.0));
+  }
+  CHECK_THROWS_WITH_AS(Adaptive<>{.margin = -1.0}.validate(), "cocod::schedule::Adaptive: margin must be finite and >= 0 (got -1)",
+                       std::invalid_argument);
 }
 
 TEST_CASE("one worker keeps its batch, and a free all-reduce gives k = 1") {

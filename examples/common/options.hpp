@@ -31,7 +31,7 @@ struct Args {
   bool mpi_native = false;       // MPI's own all-reduce instead of the rank-ordered one
   double mpi_poll_us = 500;      // polling thread's longest sleep between MPI_Test calls
   bool link_given = false;       // --bandwidth or --latency on the command line
-  bool auto_period = false;      // --period auto: the smallest k with k*c >= m, re-measured
+  bool auto_period = false;      // --period auto: the smallest k with k*c >= m + 2 sd(m), re-measured
   std::size_t max_period = 32;
   std::vector<std::string> samplings{"equal"};  // and/or "proportional" (from measured speeds)
   std::vector<double> slowdown;  // per rank, 1 = normal speed (empty: nobody slowed)
@@ -183,7 +183,8 @@ inline void Cli::add_algorithms() {
       ->type_name("LIST")->capture_default_str()->check(algorithm_list())->group(g);
   app_.add_option("--period", text_.period,
                   "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
-                  "all-reduce, measured and re-checked during the run")
+                  "all-reduce plus two standard deviations of it, measured and re-checked\n"
+                  "during the run")
       ->type_name("K|auto")->capture_default_str()->check(whole_or_auto(1000000))->group(g);
   app_.add_option("--max-period", a_.max_period, "the largest k that --period auto may choose")
       ->type_name("K")->capture_default_str()->check(cli::whole(1, 1000000))->group(g);

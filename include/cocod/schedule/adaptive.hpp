@@ -46,7 +46,9 @@ template <class Weight>
 ///   steps with the others (proportional sampling; the averaging is weighted by M_i).
 /// - auto_period: the smallest k with k * c >= m, at most max_period, where c is the step time
 ///   of the slowest worker under the new batch sizes and m the fastest worker's time of one
-///   all-reduce (the others' include waiting for late workers).
+///   all-reduce (the others' include waiting for late workers), taken as its mean over the window
+///   plus `margin` standard deviations between the window's rounds: a round whose all-reduce runs
+///   long then still ends on compute, off the knee of max(k c, m).
 ///
 /// Runs with this schedule depend on measured times, so they are not bitwise reproducible.
 /// A Rounds{n} stop counts rounds of the initial period.
@@ -58,6 +60,7 @@ struct Adaptive {
   bool balance = true;           ///< proportional sampling from measured speeds
   bool auto_period = true;       ///< choose k from measured compute and all-reduce times
   std::size_t max_period = 32;   ///< the largest k auto_period may choose
+  double margin = 2.0;           ///< standard deviations of the measured all-reduce time added to its mean for auto_period
   std::size_t first = 3;         ///< the first re-plan follows round `first` (round 0 is not measured)
   std::size_t every = 20;        ///< then one every `every` rounds
 
@@ -68,6 +71,7 @@ struct Adaptive {
     if (max_period == 0) fail("max_period", "must be >= 1", max_period);
     if (first == 0) fail("first", "must be >= 1 (round 0 includes start-up and is not measured)", first);
     if (every == 0) fail("every", "must be >= 1", every);
+    if (!(margin >= 0.0) || !std::isfinite(margin)) invalid_setting("cocod::schedule::Adaptive", "margin", "must be finite and >= 0", margin);
     lr.validate();
   }
 

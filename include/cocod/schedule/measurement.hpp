@@ -4,6 +4,7 @@
 // a reduced buffer, and the plan that the gathered measurements give. A schedule that does not
 // measure gets an empty window that occupies no slot.
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <span>
@@ -19,7 +20,9 @@ namespace cocod::schedule {
 /// reduced buffer, so that every worker holds the same values (indexed by rank).
 struct Measured {
   std::span<const double> seconds_per_sample;     ///< compute time of one sample on worker j
-  std::span<const double> seconds_per_collective;  ///< one all-reduce, from post to completion, on worker j
+  /// one all-reduce, from post to completion, on worker j: the window's mean plus the schedule's
+  /// margin of standard deviations between its rounds (Adaptive::margin)
+  std::span<const double> seconds_per_collective;
 };
 
 /// A schedule that re-plans from measurements: it says at which rounds a window closes, and
@@ -70,6 +73,8 @@ class Window<Schedule> {
   struct State {
     double compute_s = 0.0, samples = 0.0, comm_s = 0.0;  ///< the open window's sums
     std::size_t collectives = 0;
+    double round_collective_s = 0.0, round_collective_sq = 0.0;  ///< sums of each round's mean all-reduce time, and of its square
+    std::size_t rounds = 0;                                      ///< rounds with a collective
     double ready_sample_s = 0.0, ready_collective_s = 0.0;  ///< a closed window, not yet sent
     bool ready = false;
     bool pending = false;  ///< `plan` is in force from the next round boundary
@@ -91,12 +96,30 @@ class Window<Schedule> {
     s_.samples += r.samples;
     s_.comm_s += r.comm_s;
     s_.collectives += r.collectives;
+    if (r.collectives > 0) {
+      const double m = r.comm_s / static_cast<double>(r.collectives);
+      s_.round_collective_s += m;
+      s_.round_collective_sq += m * m;
+      ++s_.rounds;
+    }
     if (!schedule.window_closes(r.round)) return;
     s_.ready_sample_s = s_.compute_s / s_.samples;
-    s_.ready_collective_s = s_.collectives > 0 ? s_.comm_s / static_cast<double>(s_.collectives) : 0.0;
+    s_.ready_collective_s = 0.0;
+    if (s_.collectives > 0) {
+      // The mean, plus the margin of standard deviations of the rounds' means (none from one round).
+      const double mean = s_.comm_s / static_cast<double>(s_.collectives);
+      double deviation = 0.0;
+      if (s_.rounds > 1) {
+        const double n = static_cast<double>(s_.rounds), round_mean = s_.round_collective_s / n;
+        deviation = std::sqrt(std::max(0.0, (s_.round_collective_sq - n * round_mean * round_mean) / (n - 1)));
+      }
+      s_.ready_collective_s = mean + margin_of(schedule) * deviation;
+    }
     s_.ready = true;
     s_.compute_s = s_.samples = s_.comm_s = 0.0;
     s_.collectives = 0;
+    s_.round_collective_s = s_.round_collective_sq = 0.0;
+    s_.rounds = 0;
   }
 
   /// Zeroes the slots and, when a closed window waits, fills this worker's entries; returns
@@ -133,6 +156,13 @@ class Window<Schedule> {
   }
 
   [[nodiscard]] const State& state() const noexcept { return s_; }
+  /// The schedule's margin (Adaptive::margin), 0 for a schedule without one.
+  static double margin_of(const Schedule& schedule) noexcept {
+    if constexpr (requires { schedule.margin; })
+      return static_cast<double>(schedule.margin);
+    else
+      return 0.0;
+  }
   void restore(const State& s) { s_ = s; }
   /// The same state for a checkpoint: the open window's sums, a closed one not yet sent, the
   /// plan that waits for the next round boundary and everybody's last measurements.
@@ -143,6 +173,9 @@ class Window<Schedule> {
     a("samples", s_.samples);
     a("comm_s", s_.comm_s);
     a("collectives", s_.collectives);
+    a("round_collective_s", s_.round_collective_s);
+    a("round_collective_sq", s_.round_collective_sq);
+    a("rounds", s_.rounds);
     a("ready_sample_s", s_.ready_sample_s);
     a("ready_collective_s", s_.ready_collective_s);
     a("ready", s_.ready);
