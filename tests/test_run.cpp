@@ -5,6 +5,7 @@
 #include <cocod.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,11 @@ struct Buffered : Model {
 };
 static_assert(cocod::BufferedModel<Buffered>);
 static_assert(!cocod::BufferedModel<Model>);
+struct BuffersByValue : Model {  // cocod would average a copy: not a BufferedModel
+  using Model::Model;
+  std::vector<double> buffers() { return {}; }
+};
+static_assert(!cocod::BufferedModel<BuffersByValue>);
 }  // namespace
 
 TEST_CASE("a model's buffers start as rank 0's and are the weighted average at every round's end") {
@@ -268,4 +274,27 @@ TEST_CASE("workers whose models have different buffer sizes are refused at begin
                                             }),
                   cocod::DistributedError);
   CHECK(errors == 3);
+}
+
+TEST_CASE("a NaN in one worker's buffers is a NonFiniteError on every worker at the round's end") {
+  std::atomic<int> errors{0};
+  CHECK_THROWS_AS(cocod::comm::Threads::run(2,
+                                            [&](cocod::comm::Threads comm) {
+                                              Buffered model(20, comm.rank());
+                                              cocod::LocalSGD<Buffered, cocod::comm::Threads> opt{comm, {.period = 2}};
+                                              opt.begin(model, cocod::Steps{4});
+                                              (void)opt.step(model, opt.next_batch());
+                                              if (comm.rank() == 1) model.stats[1] = std::nan("");
+                                              try {
+                                                (void)opt.step(model, opt.next_batch());
+                                              } catch (const cocod::NonFiniteError& e) {
+                                                CHECK(std::string(e.what()) ==
+                                                      "cocod: the average of the models' buffers() is not finite at "
+                                                      "step 2 (a worker's buffers hold a NaN or an infinity)");
+                                                ++errors;
+                                                throw;
+                                              }
+                                            }),
+                  cocod::NonFiniteError);
+  CHECK(errors == 2);
 }

@@ -263,12 +263,15 @@ TEST_CASE("a module's own BatchNorm statistics are averaged at each round's end 
   };
   run(false);
   CHECK(buffers[0] == buffers[1]);  // averaged: the same on both workers
-  CHECK(buffers[0] != std::vector<float>(buffers[0].size(), 0.0f));
+  // running_mean (the first 16) moved from its initial zeros
+  CHECK(std::any_of(buffers[0].begin(), buffers[0].begin() + 16, [](float v) { return v != 0.0f; }));
   CHECK(counted[0] == 6);
+  CHECK(counted[1] == 6);
   run(true);
   CHECK(resumed[0] == buffers[0]);
   CHECK(resumed[1] == buffers[1]);
   CHECK(counted_resumed[0] == 6);
+  CHECK(counted_resumed[1] == 6);
   std::filesystem::remove_all(dir);
 }
 
@@ -335,4 +338,37 @@ TEST_CASE("a step under the caller's torch::NoGradGuard still computes the gradi
   (void)model.loss_and_gradient(batch, g);
   CHECK(std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }));
   CHECK_FALSE(torch::GradMode::is_enabled());  // the caller's mode is back
+}
+
+TEST_CASE("tied weights count once, frozen parameters are left alone, and modes can be kept") {
+  auto data = shard(32, 70);
+  torch::manual_seed(71);
+  torch::nn::Linear shared(8, 8);
+  auto net = torch::nn::Sequential(shared, torch::nn::ReLU(), shared, torch::nn::Linear(8, 3));
+  net[3]->as<torch::nn::Linear>()->bias.set_requires_grad(false);  // frozen
+  const torch::Tensor frozen = net[3]->as<torch::nn::Linear>()->bias.detach().clone();
+  auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+  CHECK(model.parameters().size() == 8 * 8 + 8 + 8 * 3);  // the shared layer once, no frozen bias
+  cocod::LocalSGD<decltype(model), cocod::comm::Local> opt{cocod::comm::Local{}, {.learning_rate = 0.1, .batch_size = 8}};
+  net->eval();
+  model.train_each_step(false);
+  (void)opt.optimize(model, cocod::Steps{3});
+  CHECK(torch::equal(net[3]->as<torch::nn::Linear>()->bias, frozen));
+  CHECK_FALSE(net->is_training());  // left as set
+}
+
+TEST_CASE("a parameter moved out of the flat tensor after adapting is an error at the next step, naming it") {
+  auto data = shard(16, 80);
+  auto net = mlp(81);
+  auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+  {
+    torch::NoGradGuard no_grad;
+    net[2]->as<torch::nn::Linear>()->weight.set_data(torch::zeros({3, 16}));  // as torch::load would
+  }
+  std::vector<float> g(model.parameters().size());
+  const std::vector<std::size_t> batch{0, 1};
+  CHECK_THROWS_WITH_AS(model.loss_and_gradient(batch, g),
+                       doctest::Contains("cocod::torch::ModuleModel: parameter '2.weight' no longer lives in the "
+                                         "adapter's flat tensor"),
+                       std::logic_error);
 }

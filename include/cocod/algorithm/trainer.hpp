@@ -131,7 +131,12 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   void begin(Model& model) {
     this->setup(model, Derived::name, [&](std::size_t n) { self().allocate(n); },
                 [&](span_type x) { self().start(x); });
-    if constexpr (BufferedModel<Model>) {
+    if constexpr (requires(Model& m) { m.buffers(); } && !BufferedModel<Model>) {
+      static_assert(model_requirements::always_false<Model>,
+                    "cocod::BufferedModel: the model's buffers() must return one contiguous buffer of the parameters' "
+                    "scalar and memory space, by reference or as a view (std::span<T>, cocod::device_span<T>), not an "
+                    "owning container by value");
+    } else if constexpr (BufferedModel<Model>) {
       try {
         this->start_buffers(as_span(model.buffers()));
       } catch (...) {

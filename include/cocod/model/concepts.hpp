@@ -138,14 +138,16 @@ concept StatefulModel = requires(const M& cm, M& m, std::vector<std::byte>& out,
 
 /// A model with statistics that are not trained but follow the data (BatchNorm's running mean
 /// and variance): `m.buffers()` returns them as one contiguous buffer of the parameters' scalar
-/// and memory space, as a view (std::span<T>, device_span<T>) or by reference. cocod broadcasts
+/// and memory space, as a view (std::span<T>, device_span<T>) or by reference (never an owning
+/// container by value, which cocod would update as a copy). cocod broadcasts
 /// rank 0's buffers at begin(), like the parameters, and replaces every worker's with the
 /// weighted average sum_i w_i b_i at the end of each round (and of a last, partial round), with
 /// a blocking all-reduce counted as the round's communication. Optional.
 template <class M>
 concept BufferedModel = Model<M> && requires(M& m) {
   { as_span(m.buffers()) } -> std::same_as<typename model_requirements::traits_of<M>::span>;
-};
+} && (std::is_lvalue_reference_v<decltype(std::declval<M&>().buffers())> ||
+      is_parameter_view<std::remove_cvref_t<decltype(std::declval<M&>().buffers())>>::value);
 
 /// The scalar type of a model's parameters.
 template <class M>

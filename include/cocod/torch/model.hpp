@@ -98,17 +98,18 @@ class ModuleModel {
     if (gradient.size() != static_cast<std::size_t>(parameters_.numel()))
       throw std::invalid_argument("cocod::torch::ModuleModel: the gradient has " + std::to_string(gradient.size()) +
                                   " elements, the parameters " + std::to_string(parameters_.numel()));
+    check_seated();
     ::torch::AutoGradMode enable_grad(true);
-    module().train(true);
+    if (train_each_step_) module().train(true);
     const ::torch::Tensor g = ::torch::from_blob(gradient.data(), {parameters_.numel()}, parameters_.tensor().options());
     g.zero_();
-    seat_gradients(g);
     struct Unseat {  // between steps .grad() would point into cocod's buffer: leave it undefined
       ModuleModel& m;
       ~Unseat() {
         for (const detail::Named& p : m.parameters_.tensors()) p.tensor.mutable_grad() = ::torch::Tensor();
       }
     } unseat{*this};
+    seat_gradients(g);
 
     index_.resize(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) index_[i] = static_cast<std::int64_t>(batch[i]);
@@ -119,7 +120,7 @@ class ModuleModel {
                                   "; it must return the batch's mean loss, a scalar");
     loss.backward();
     // Autograd accumulates into a defined .grad() in place; should anything have replaced a view
-    // (a hook, a sparse gradient), its values are copied into cocod's buffer instead.
+    // (the loss resetting or assigning .grad()), its values are copied into cocod's buffer instead.
     for (std::size_t i = 0; i < parameters_.tensors().size(); ++i) {
       const ::torch::Tensor& p = parameters_.tensors()[i].tensor;
       if (p.grad().defined() && p.grad().data_ptr() != static_cast<void*>(gradient.data() + parameters_.offset(i))) {
@@ -159,7 +160,9 @@ class ModuleModel {
         throw std::runtime_error("cocod::torch::ModuleModel: the saved state does not fit " + name + " (" +
                                  std::to_string(want) + " bytes): is it the same module?");
       ::torch::NoGradGuard no_grad;
-      t.copy_(::torch::from_blob(const_cast<std::byte*>(in.data() + sizeof bytes), t.sizes(), t.options()));
+      ::torch::Tensor saved = ::torch::empty(t.sizes(), t.options());  // aligned, contiguous
+      std::memcpy(saved.data_ptr(), in.data() + sizeof bytes, bytes);
+      t.copy_(saved);
       in = in.subspan(sizeof bytes + bytes);
     };
     if (buffers_.numel() > 0) get(buffers_.tensor(), "the buffers");
@@ -183,9 +186,12 @@ class ModuleModel {
       out.emplace_back(parameters_.tensors()[i].name, parameters_.offset(i));
     return out;
   }
-  /// How many steps had a gradient that autograd did not write in place, so that it was copied
-  /// (0 for modules with dense gradients and no gradient hooks that replace them).
+  /// How many parameter gradients autograd did not write in place, so that they were copied
+  /// (0 unless the loss resets or assigns a parameter's .grad() itself).
   [[nodiscard]] std::size_t gradient_copies() const noexcept { return copies_; }
+  /// Whether each step puts the whole module in training mode (true, the default). false leaves
+  /// the modes as you set them, e.g. a BatchNorm kept in eval() while the rest trains.
+  void train_each_step(bool on) noexcept { train_each_step_ = on; }
 
  private:
   static constexpr ::torch::ScalarType dtype() noexcept { return c10::CppTypeToScalarType<T>::value; }
@@ -214,6 +220,24 @@ class ModuleModel {
            c10::toString(dtype()) + " (convert the module with ->to(torch::k" + c10::toString(dtype()) +
            "), or adapt it as ModuleModel<Net, Loss, " + (std::is_same_v<T, float> ? "double" : "float") + ">)");
   }
+  // cocod updates the flat tensors: a parameter or buffer moved out of them (torch::load into the
+  // module, module->to(another type or device), a second adapter of the same module) would train
+  // or average nothing. Checked at every step (one pointer per tensor).
+  void check_seated() const {
+    auto check = [](const detail::Flat& f, const char* kind) {
+      const auto* base = static_cast<const std::byte*>(f.numel() > 0 ? f.tensor().data_ptr() : nullptr);
+      for (std::size_t i = 0; i < f.tensors().size(); ++i) {
+        const ::torch::Tensor& t = f.tensors()[i].tensor;
+        if (t.data_ptr() != base + f.offset(i) * static_cast<std::int64_t>(sizeof(T)))
+          throw std::logic_error(std::string("cocod::torch::ModuleModel: ") + kind + " '" + f.tensors()[i].name +
+                                 "' no longer lives in the adapter's flat tensor (torch::load into the module, "
+                                 "->to() another type or device, or a second adapter of the module moved it): load "
+                                 "weights before adapting the module, and adapt it once");
+      }
+    };
+    check(parameters_, "parameter");
+    check(buffers_, "buffer");
+  }
   void seat_gradients(const ::torch::Tensor& g) {
     for (std::size_t i = 0; i < parameters_.tensors().size(); ++i)
       parameters_.tensors()[i].tensor.mutable_grad() = parameters_.view(g, i);
@@ -226,6 +250,7 @@ class ModuleModel {
   std::vector<detail::Named> kept_;
   std::vector<std::int64_t> index_;
   std::size_t copies_ = 0;
+  bool train_each_step_ = true;
 };
 
 /// Builds a ModuleModel of float parameters: `cocod::torch::make_model(net, inputs, targets, loss)`.

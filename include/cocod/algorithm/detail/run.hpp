@@ -256,20 +256,24 @@ class Run {
   void start_buffers(Span b) {
     std::array<double, 2> count{static_cast<double>(b.size()), static_cast<double>(b.size()) * static_cast<double>(b.size())};
     comm_.all_reduce(std::span<double>(count));
-    // All sizes are equal exactly when N sum(n^2) == (sum n)^2 (exact in double up to 2^26 elements).
+    // All sizes are equal exactly when N sum(n^2) == (sum n)^2 (exact in double while N n^2 < 2^53).
     if (static_cast<double>(info_.workers) * count[1] != count[0] * count[0])
       throw DistributedError("cocod: the workers' models have different numbers of buffer elements (buffers()): rank " +
                              std::to_string(info_.rank) + " has " + std::to_string(b.size()) +
                              "; every worker must build the same model");
     comm_.broadcast(b, 0);
   }
-  /// At a round's end: b = sum_i w_i b_i, blocking.
+  /// At a round's end: b = sum_i w_i b_i, blocking. A NaN or an infinity in any worker's buffers
+  /// makes the average so on every worker: a NonFiniteError on all of them (unless the guard is off).
   void average_buffers(Span b) {
     if (b.size() == 0) return;
     const auto t0 = comm::Clock::now();
     scale(B{}, b, b, weight());
     comm_.all_reduce(b);
     recorder_.blocking(pos_.step, t0, comm::Clock::now(), Exchange::ring_bytes(b.size(), comm_.size()));
+    if (guarded() && !all_finite(B{}, b))
+      throw NonFiniteError("cocod: the average of the models' buffers() is not finite at step " +
+                           std::to_string(pos_.step) + " (a worker's buffers hold a NaN or an infinity)");
   }
 
   void set_length(std::size_t total_steps) {

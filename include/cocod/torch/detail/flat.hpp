@@ -23,8 +23,8 @@ struct Named {
   ::torch::Tensor tensor;
 };
 
-/// The tensors of `items` whose storage is not shared with an earlier one (tied weights are
-/// registered under several names but are one tensor).
+/// The tensors of `items` that are not an earlier one (tied weights are registered under several
+/// names but are one tensor, and count once).
 inline std::vector<Named> distinct(const ::torch::OrderedDict<std::string, ::torch::Tensor>& items) {
   std::vector<Named> out;
   std::unordered_set<const void*> seen;
