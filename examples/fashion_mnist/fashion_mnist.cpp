@@ -37,18 +37,11 @@ int main(int argc, char** argv) {
   example::Args args = options.parse(argc, argv);
   if (model == "logreg" && !options.given("--lr")) args.learning_rate = 0.05;
 
-  idx::Dataset train, test;
-  try {
-    train = idx::load(data + "/train-images-idx3-ubyte.gz", data + "/train-labels-idx1-ubyte.gz");
-    test = idx::load(data + "/t10k-images-idx3-ubyte.gz", data + "/t10k-labels-idx1-ubyte.gz");
-  } catch (const idx::Error& e) {
-    std::fprintf(stderr, "%s: %s\n(Debian: apt-get install dataset-fashion-mnist)\n", argv[0], e.what());
-    return 1;
-  }
-  std::vector<std::size_t> all(test.count);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const auto sets = fmnist::load_sets(data, argv[0]);
+  if (!sets) return 1;
+  const idx::Dataset &train = sets->first, &test = sets->second;
   const fmnist::Scaling scaling = fmnist::standardize(train);  // the training set's statistics, for both sets
-  const fmnist::Shard test_set = fmnist::to_shard(test, all, scaling);
+  const fmnist::Shard test_set = fmnist::to_shard(test, fmnist::every_sample(test), scaling);
   const auto sizes = model == "mlp" ? fmnist::mlp_sizes() : fmnist::logistic_sizes();
   std::size_t parameters = 0;
   for (std::size_t l = 0; l + 1 < sizes.size(); ++l) parameters += static_cast<std::size_t>(sizes[l + 1]) * (sizes[l] + 1);

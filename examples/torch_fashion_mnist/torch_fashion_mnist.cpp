@@ -65,18 +65,11 @@ int main(int argc, char** argv) {
   example::Args args = options.parse(argc, argv);
   torch::set_num_threads(torch_threads);
 
-  idx::Dataset train, test;
-  try {
-    train = idx::load(data + "/train-images-idx3-ubyte.gz", data + "/train-labels-idx1-ubyte.gz");
-    test = idx::load(data + "/t10k-images-idx3-ubyte.gz", data + "/t10k-labels-idx1-ubyte.gz");
-  } catch (const idx::Error& e) {
-    std::fprintf(stderr, "%s: %s\n(Debian: apt-get install dataset-fashion-mnist)\n", argv[0], e.what());
-    return 1;
-  }
-  std::vector<std::size_t> all(test.count);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const auto sets = fmnist::load_sets(data, argv[0]);
+  if (!sets) return 1;
+  const idx::Dataset &train = sets->first, &test = sets->second;
   const fmnist::Scaling scaling = fmnist::standardize(train);  // the training set's statistics, for both sets
-  const Tensors test_set = to_tensors(fmnist::to_shard(test, all, scaling), model);
+  const Tensors test_set = to_tensors(fmnist::to_shard(test, fmnist::every_sample(test), scaling), model);
   std::size_t parameters = 0;
   for (const auto& p : nets::make(model, args.seed)->parameters()) parameters += static_cast<std::size_t>(p.numel());
 
