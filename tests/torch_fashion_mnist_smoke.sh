@@ -25,4 +25,7 @@ first=$("$exe" --algo cocod --workers 2 --epochs 0.05 --checkpoint "$dir/ckpt" -
 again=$("$exe" --algo cocod --workers 2 --epochs 0.05 --checkpoint "$dir/ckpt" --checkpoint-every 3 --brief --no-progress --resume)
 grep -q '^# CoCoD-SGD resumed from ' <<<"$again" || fail "the second run did not resume"
 [ "$(digest "$first")" = "$(digest "$again")" ] || fail "the resumed run's model differs: $(digest "$first") vs $(digest "$again")"
+# --save-init writes the initial weights (4 bytes per parameter) and trains nothing
+"$exe" --model cnn --save-init "$dir/cnn.f32" | grep -q "80202 initial parameters of the cnn" || fail "--save-init's report"
+[ "$(stat -c %s "$dir/cnn.f32")" -eq $((80202 * 4)) ] || fail "--save-init wrote $(stat -c %s "$dir/cnn.f32") bytes"
 echo "torch_fashion_mnist smoke: OK"

@@ -11,6 +11,10 @@ run, momentum 0.9, batch 64 per worker. Every half epoch rank 0's parameters are
 evaluated after the run, off the clock. The last point is the final model.
 
   torch_mlp.py --algo ddp|postlocal --workers N [--period K] [--epochs E] [--curve FILE]
+               [--model eigen-mlp|mlp|cnn --init FILE]
+With --model mlp or cnn it trains the libtorch example's networks (examples/torch_fashion_mnist)
+from the weights `torch_fashion_mnist --model NAME --save-init FILE` wrote, so that both sides
+start alike and compute alike (the same Debian build of torch, one thread per worker).
 Run it inside scripts/shaped-link to put gloo on the tbf-shaped loopback.
 """
 import argparse
@@ -136,6 +140,45 @@ def network(seed):
     return torch.nn.Sequential(*layers)
 
 
+def torch_network(name, init):
+    """examples/torch_fashion_mnist/nets.hpp's networks, starting from the parameters that
+    `torch_fashion_mnist --model NAME --save-init FILE` wrote (float32, in parameter order)."""
+    nn = torch.nn
+    if name == "cnn":
+        net = nn.Sequential(nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), nn.ReLU(),
+                            nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, 10))
+    else:
+        net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    flat = np.fromfile(init, dtype=np.float32)
+    count = sum(p.numel() for p in net.parameters())
+    if flat.size != count:
+        sys.exit("torch_mlp.py: --init %s holds %d floats, the %s has %d parameters" % (init, flat.size, name, count))
+    offset = 0
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.from_numpy(flat[offset:offset + p.numel()].copy()).view_as(p))
+            offset += p.numel()
+    return net
+
+
+def compute_per_step(model, X, Y, args, rank):
+    """One local step's compute, as cocod's examples measure it before their runs: 40 steps of
+    SGD on a copy of the model, every worker at once, no communication."""
+    import copy
+    local = copy.deepcopy(model)
+    opt = torch.optim.SGD(local.parameters(), lr=args.lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    sampler = BatchSampler(len(Y), args.seed, rank)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(40):
+        idx = torch.tensor(sampler.next(args.batch))
+        opt.zero_grad(set_to_none=True)
+        loss_fn(local(X[idx]), Y[idx]).backward()
+        opt.step()
+    return (time.perf_counter() - start) / 40
+
+
 def worker(rank, args, port):
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
@@ -151,8 +194,14 @@ def worker(rank, args, port):
     Y = torch.from_numpy(y[mine])
     TX = torch.from_numpy(((tx / 255.0 - mean) / dev).astype(np.float32))
     TY = torch.from_numpy(ty)
+    if args.model == "cnn":
+        X, TX = X.view(-1, 1, 28, 28), TX.view(-1, 1, 28, 28)
 
-    model = network(args.seed)
+    model = network(args.seed) if args.model == "eigen-mlp" else torch_network(args.model, args.init)
+    step_s = compute_per_step(model, X, Y, args, rank)
+    if rank == 0:
+        print("# PyTorch (%s): one local step c = %.3f ms (40 steps, every worker at once, %d thread)" % (
+            args.model, 1e3 * step_s, torch.get_num_threads()))
     steps_per_epoch = len(mine) * args.workers / (args.batch * args.workers)
     total = math.ceil(args.epochs * steps_per_epoch)
     if args.algo == "ddp":
@@ -211,6 +260,10 @@ def worker(rank, args, port):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algo", choices=["ddp", "postlocal"], required=True)
+    p.add_argument("--model", choices=["eigen-mlp", "mlp", "cnn"], default="eigen-mlp",
+                   help="eigen-mlp: the Eigen example's MLP and initial weights; mlp, cnn: the libtorch "
+                        "example's networks, from --init")
+    p.add_argument("--init", help="the initial weights of --model mlp|cnn: torch_fashion_mnist --save-init FILE")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--period", type=int, default=3, help="Local-SGD's k (cocod's --period auto picks it; pass the same)")
     p.add_argument("--epochs", type=float, default=12)
@@ -222,6 +275,8 @@ def main():
     p.add_argument("--curve-every", type=float, default=0.5)
     p.add_argument("--port", type=int, default=29511)
     args = p.parse_args()
+    if args.model != "eigen-mlp" and not args.init:
+        p.error("--model %s needs --init FILE (torch_fashion_mnist --model %s --save-init FILE)" % (args.model, args.model))
     if not os.path.exists(args.curve):
         with open(args.curve, "w") as f:
             f.write("algorithm,sampling,epoch,wall_s,test_accuracy\n")

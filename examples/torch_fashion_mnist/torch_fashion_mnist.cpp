@@ -5,6 +5,7 @@
 //   torch_fashion_mnist --model cnn --algo all --workers 4
 //   torch_fashion_mnist --model mlp --algo cocod,ssgd --torch-threads 1
 //   mpiexec -n 2 torch_fashion_mnist --comm mpi
+//   torch_fashion_mnist --model cnn --save-init cnn.f32   (the initial weights, for another framework)
 #include <cocod.hpp>
 #include <cocod/torch.hpp>
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   std::string model = "cnn", data = "/usr/share/datasets/fashion-mnist";
   bool non_iid = false;
   int torch_threads = 1;
+  std::string save_init;
   const char* g = "Fashion-MNIST (libtorch)";
   options.app().add_option("--model", model, "cnn (two convolutions, pooling, two linear layers) or mlp (784-256-128-10)")
       ->type_name("cnn|mlp")->capture_default_str()->check(cli::one_of({"cnn", "mlp"}))->group(g);
@@ -62,8 +64,32 @@ int main(int argc, char** argv) {
   options.app().add_option("--torch-threads", torch_threads,
                            "libtorch's intra-op threads, shared by the workers of this process (torch::set_num_threads)")
       ->type_name("N")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
+  options.app().add_option("--save-init", save_init,
+                           "write the network's initial parameters (float32, in its parameter order) to FILE and "
+                           "exit, so that another framework can start from the same weights")
+      ->type_name("FILE")->group(g);
   example::Args args = options.parse(argc, argv);
   torch::set_num_threads(torch_threads);
+  if (!save_init.empty()) {
+    std::FILE* f = std::fopen(save_init.c_str(), "wb");
+    if (!f) {
+      std::fprintf(stderr, "--save-init: cannot write %s\n", save_init.c_str());
+      return 2;
+    }
+    std::size_t written = 0, count = 0;
+    for (const auto& p : nets::make(model, args.seed)->parameters()) {
+      const torch::Tensor c = p.detach().contiguous();
+      written += std::fwrite(c.data_ptr<float>(), sizeof(float), static_cast<std::size_t>(c.numel()), f);
+      count += static_cast<std::size_t>(c.numel());
+    }
+    if (std::fclose(f) != 0 || written != count) {
+      std::fprintf(stderr, "--save-init: writing %s failed\n", save_init.c_str());
+      return 1;
+    }
+    std::printf("# %s: %zu initial parameters of the %s (seed %llu)\n", save_init.c_str(), count, model.c_str(),
+                static_cast<unsigned long long>(args.seed));
+    return 0;
+  }
 
   const auto sets = fmnist::load_sets(data, argv[0]);
   if (!sets) return 1;
