@@ -24,8 +24,7 @@ namespace cocod::comm::mpi_detail {
 
 class RankOrderedAllReduce {
  public:
-  /// Elements per chunk: 64 Ki (256 KiB of floats), the best of 16 Ki to whole slices measured
-  /// on shared memory at 2 and 4 ranks from 1 to 16 MiB; a slice of fewer is one chunk.
+  /// Elements per chunk: 64 Ki (256 KiB of floats); a slice of fewer is one chunk.
   static constexpr std::size_t chunk_elements = std::size_t{1} << 16;
   static constexpr int tag_base = 0x1000;  // above the descriptions' tag; reduce 2c, gather 2c + 1
   static constexpr std::size_t max_chunks = 8192;
