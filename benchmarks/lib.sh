@@ -9,7 +9,7 @@ BENCH_BUILD="${BUILD:-$COCOD_ROOT/build/bench}"
 bench_help() {
   case "${2:-}" in
     -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"; exit 0 ;;
-    -*) echo "benchmarks/$(basename "$1"): unknown option '$2' (see --help)" >&2; exit 2 ;;
+    -*) echo "benchmarks/${1##*benchmarks/}: unknown option '$2' (see --help)" >&2; exit 2 ;;
   esac
 }
 

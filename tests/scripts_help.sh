@@ -8,9 +8,10 @@
 set -euo pipefail
 src="$1" work="$2"
 rm -rf "$work"
-mkdir -p "$work/tree/benchmarks" "$work/stubs"
+mkdir -p "$work/tree/benchmarks/peers" "$work/stubs"
 cp -r "$src/scripts" "$work/tree/"
 cp "$src/benchmarks/run" "$src"/benchmarks/*.sh "$work/tree/benchmarks/"
+cp "$src"/benchmarks/peers/*.sh "$work/tree/benchmarks/peers/"
 log="$work/started.log"
 : >"$log"
 for tool in cmake ctest make gmake g++ c++ cc gcc nvcc apt-get apt dpkg-query dpkg sudo mpiexec mpirun \
@@ -24,10 +25,11 @@ for tool in clang++ clang++-14; do
   chmod +x "$work/stubs/$tool"
 done
 
-# Every executable script: scripts/* and benchmarks/run, benchmarks/*.sh (lib.sh is sourced, not run).
+# Every executable script: scripts/*, benchmarks/run, benchmarks/*.sh and benchmarks/peers/*.sh
+# (lib.sh is sourced, not run).
 cd "$work/tree"
 scripts=()
-for f in scripts/* benchmarks/run benchmarks/*.sh; do
+for f in scripts/* benchmarks/run benchmarks/*.sh benchmarks/peers/*.sh; do
   [ -f "$f" ] && [ "$(head -c 2 "$f")" = "#!" ] && scripts+=("$f")
 done
 [ ${#scripts[@]} -ge 8 ] || { echo "FAILED: found only ${#scripts[@]} scripts: ${scripts[*]}"; exit 1; }

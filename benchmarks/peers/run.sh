@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# cocod against what users would pick instead, side by side in one run on the same tbf-shaped
-# 1 Gbit/s loopback: 4 workers, the Fashion-MNIST MLP, the same data order, batch sizes,
-# learning rate and schedule; cocod over MPI (one process per worker), PyTorch 1.13 (Debian's
-# python3-torch, CPU, gloo, one thread per process). Time per epoch and time to TARGET accuracy.
+# cocod against what users would pick instead, PyTorch 1.13 (Debian's python3-torch, CPU, gloo,
+# one thread per process), 4 workers on a tbf-shaped loopback, in two parts:
+# 1. the race on identical compute (benchmarks/peers/race.sh): cocod driving the same libtorch
+#    MLP from C++, at 1 Gbit/s and 100 Mbit/s; skipped when the libtorch example is not built;
+# 2. cocod's own Eigen MLP against PyTorch on the same data order, batch sizes, learning rate and
+#    schedule at 1 Gbit/s: what a user gets, where most of the gap is compute.
+# Time per epoch and time to TARGET accuracy.
 #
-#   benchmarks/peers/run.sh [OUT_DIR]      (root; BUILD=build/bench, WORKERS=4, TARGET=0.88)
+#   benchmarks/peers/run.sh [OUT_DIR]      (root; BUILD=build/bench, WORKERS=4, TARGET=0.88 for
+#                                           part 2; PARTS="race eigen")
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+bench_help "$0" "${1:-}"
 out="${1:-$COCOD_ROOT/results/benchmarks}"
 workers="${WORKERS:-4}"
 target="${TARGET:-0.88}"
 exe="$BENCH_BUILD/examples/fashion_mnist/fashion_mnist"
 bench_require peers/run.sh "$exe"
 [ "$(id -u)" -eq 0 ] || { echo "# peers: skipped (the tbf-shaped link needs root)"; exit 0; }
-ensure_packages python3-torch
+ensure_packages python3-torch python3-numpy
 mkdir -p "$out"
+parts="${PARTS:-race eigen}"
+if [[ " $parts " == *" race "* ]]; then
+  if [ -x "$BENCH_BUILD/examples/torch_fashion_mnist/torch_fashion_mnist" ]; then
+    "$(dirname "${BASH_SOURCE[0]}")/race.sh" "$out"
+  else
+    echo "# race: skipped (no $BENCH_BUILD/examples/torch_fashion_mnist: the build found no libtorch)"
+  fi
+fi
+[[ " $parts " == *" eigen "* ]] || exit 0
 curve="$out/peers_curve.csv"
 rm -f "$curve"
 
-echo "# cocod vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
+echo "# cocod's Eigen MLP vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
 shaped_mpiexec 1800 "$workers" "$exe" --comm mpi --algo cocod,local,ssgd --period auto --no-progress --curve "$curve" \
   --curve-every 0.5 >"$out/peers_cocod.txt" 2>/dev/null
 k=$(awk '$1 == "Local-SGD" { print $4 }' "$out/peers_cocod.txt")

@@ -11,7 +11,7 @@ run, momentum 0.9, batch 64 per worker. Every half epoch rank 0's parameters are
 evaluated after the run, off the clock. The last point is the final model.
 
   torch_mlp.py --algo ddp|postlocal --workers N [--period K] [--epochs E] [--curve FILE]
-               [--model eigen-mlp|mlp|cnn --init FILE]
+               [--model eigen-mlp|mlp|cnn --init FILE] [--name NAME] [--bucket-cap-mb MB]
 With --model mlp or cnn it trains the libtorch example's networks (examples/torch_fashion_mnist)
 from the weights `torch_fashion_mnist --model NAME --save-init FILE` wrote, so that both sides
 start alike and compute alike (the same Debian build of torch, one thread per worker).
@@ -179,6 +179,20 @@ def compute_per_step(model, X, Y, args, rank):
     return (time.perf_counter() - start) / 40
 
 
+def allreduce_time(model, repeats=3):
+    """One all-reduce of the model's size on this process group, as the runs below make them
+    (gloo, float32, one flat tensor): the median of REPEATS after a warm-up, every worker at once."""
+    flat = torch.zeros(sum(p.numel() for p in model.parameters()))
+    dist.all_reduce(flat)
+    times = []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(flat)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
 def worker(rank, args, port):
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
@@ -199,13 +213,18 @@ def worker(rank, args, port):
 
     model = network(args.seed) if args.model == "eigen-mlp" else torch_network(args.model, args.init)
     step_s = compute_per_step(model, X, Y, args, rank)
+    reduce_s = allreduce_time(model)
     if rank == 0:
-        print("# PyTorch (%s): one local step c = %.3f ms (40 steps, every worker at once, %d thread)" % (
-            args.model, 1e3 * step_s, torch.get_num_threads()))
+        print("# PyTorch (%s): one local step c = %.3f ms (40 steps, every worker at once, %d thread); "
+              "one all-reduce of the model m = %.3f ms (gloo, median of 3)" % (
+                  args.model, 1e3 * step_s, torch.get_num_threads(), 1e3 * reduce_s))
     steps_per_epoch = len(mine) * args.workers / (args.batch * args.workers)
     total = math.ceil(args.epochs * steps_per_epoch)
     if args.algo == "ddp":
-        net = torch.nn.parallel.DistributedDataParallel(model)
+        # DDP caps its first bucket (the last gradients of the backward pass) at 1 MiB apart from
+        # bucket_cap_mb; a smaller --bucket-cap-mb caps that one too
+        dist._DEFAULT_FIRST_BUCKET_BYTES = min(dist._DEFAULT_FIRST_BUCKET_BYTES, int(args.bucket_cap_mb * 2 ** 20))
+        net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
         opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
     else:
         from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
@@ -233,6 +252,11 @@ def worker(rank, args, port):
         if rank == 0 and (step + 1) % every == 0 and step + 1 < total:
             snapshots.append((time.perf_counter() - start, (step + 1) / steps_per_epoch,
                               [p.detach().clone() for p in model.parameters()]))
+    if args.algo == "ddp" and rank == 0:  # how DDP split the gradients into all-reduces
+        data = net._get_ddp_logging_data()  # the buckets as rebuilt after the first step
+        sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes", "?")
+        print("# PyTorch DDP: buckets of %s bytes, in the order they are all-reduced (--bucket-cap-mb %g)" % (
+            sizes, args.bucket_cap_mb))
     if args.algo != "ddp":  # the consensus at the end, as cocod's finish()
         for p in model.parameters():
             dist.all_reduce(p.data)
@@ -243,6 +267,8 @@ def worker(rank, args, port):
         final = [p.detach().clone() for p in model.parameters()]
         snapshots.append((wall, total / steps_per_epoch, final))
         name = "PyTorch DDP" if args.algo == "ddp" else "PyTorch PostLocalSGD"
+        if args.name:
+            name = args.name
         rows = []
         with torch.no_grad():
             for t, epoch, params in snapshots:
@@ -274,6 +300,9 @@ def main():
     p.add_argument("--curve", default="torch_curve.csv")
     p.add_argument("--curve-every", type=float, default=0.5)
     p.add_argument("--port", type=int, default=29511)
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0,
+                   help="DDP's bucket size in MB (its default: 25, and at most 1 MiB in the first bucket)")
+    p.add_argument("--name", help="the run's name in --curve (default: PyTorch DDP or PyTorch PostLocalSGD)")
     args = p.parse_args()
     if args.model != "eigen-mlp" and not args.init:
         p.error("--model %s needs --init FILE (torch_fashion_mnist --model %s --save-init FILE)" % (args.model, args.model))
