@@ -1,26 +1,44 @@
 #!/usr/bin/python3
 """Scale on paper: the round-time model of docs/algorithm.md, driven by times measured here,
-predicts the wall-clock speedup of each algorithm over S-SGD at 8 to 1024 workers and 1, 10,
-100 Gbit/s.
+with its measured overheads, predicts the wall-clock speedup of each algorithm over S-SGD at 8 to
+1024 workers and 1, 10, 100 Gbit/s, for the Fashion-MNIST MLP and the libtorch CNN.
 
   benchmarks/simulate.py RESULTS_DIR
 
-Reads the full tables the time-to-accuracy benchmark saved (tta_<link>_<workers>.txt): each gives
-one local step's compute c (measured with every worker busy), the link (threads: the throttled
-link's all-reduce m; mpi: S-SGD's blocking all-reduce, measured in the run) and every
-algorithm's period k and wall time.
+Reads, in RESULTS_DIR:
+- the time-to-accuracy benchmark's tables (tta_<link>_<workers>.txt): each gives one local
+  step's compute c (measured with every worker busy), the link (threads: the throttled link's
+  all-reduce m; mpi: S-SGD's blocking all-reduce, measured in the run), and every algorithm's
+  period k, median compute per round kc, median all-reduce time and wall time;
+- kernels_model.csv (`kernels --mib 1 --csv`): the round-end pass and the non-finite guard's
+  read of one MiB, with 1 and 2 threads;
+- simulate_model_<name>.txt (optional, one per model to predict): a one-worker run of the
+  example, which gives c with the worker alone on a core and the model's bytes.
 
-1. Validation: for each measured run, the model's wall time for its steps,
-     S-SGD  c + m          Local-SGD  c + m/k
-     Pipe-SGD max(c, m)    CoCoD-SGD  max(k c, m) / k        (per step)
-   against the measured wall time (target: every run within TOLERANCE_PCT = 15%).
-2. Prediction: per-step times at N workers with c from the 4-worker run and
+1. Validation: for each measured run, the model's wall time for its R = steps/k rounds,
+     S-SGD     R k (c + m)                 Local-SGD  R (k c + m + e) + m + e
+     CoCoD-SGD R (max(k c, m_o) + e) + m + e
+     Pipe-SGD  steps max(c, m + c (1 - 1/g)) + m
+   against the measured wall time (target: every run within TOLERANCE_PCT = 15%). The measured
+   overheads are:
+   - e, the round-end pass per round: the kernels' round end plus the guard's read, scaled to
+     the model's bytes, with one thread per core (2 workers) or two workers per core (4);
+   - the consensus at the end: one more all-reduce and round end (Pipe-SGD: the last
+     all-reduce in flight);
+   - m_o, an all-reduce while compute runs: CoCoD-SGD's own measured all-reduce time. On the
+     MPI runs it is 1.3x the blocking one, as the workers' compute and the MPI progress share
+     the 2 cores; on the threads' throttled link it is m;
+   - Pipe-SGD's all-reduces queue one behind the other, so each step takes at least m; during
+     the c of it that overlaps compute the all-reduce runs g = m_o / m times slower.
+   The errors without the overheads are printed beside.
+2. Prediction: per-step times at N workers for each simulate_model_<name>.txt, with
      m(N) = 2(N-1) alpha + 2(N-1)/N * S / beta
-   (ring all-reduce of S bytes; alpha per message; beta the link's bandwidth), k chosen as
-   --period auto does (smallest k with k c >= m), but at most 8: the measured runs reached the
-   same accuracy as S-SGD with k up to 9, larger k is not validated. The speedup is per epoch,
-   which is speedup to accuracy when every algorithm needs the same epochs, as measured at 2 and
-   4 workers.
+   (ring all-reduce of S bytes; alpha per message; beta the link's bandwidth), e at one thread,
+   g = 1 (a worker per machine: its communication does not take its compute's cores), and k
+   chosen as --period auto does (smallest k with k c >= m), but at most 8: the measured runs
+   reached the same accuracy as S-SGD with k up to 9, larger k is not validated. The speedup
+   is per epoch, which is speedup to accuracy when every algorithm needs the same epochs, as
+   measured at 2 and 4 workers.
 Writes simulate_validation.csv, simulate_scale.csv and simulate_scale.png (gnuplot, if present).
 """
 import csv
@@ -34,14 +52,15 @@ import sys
 NAMES = ["CoCoD-SGD", "S-SGD", "Local-SGD", "Pipe-SGD"]
 # The one threshold of the validation: every run's error within this, in percent.
 TOLERANCE_PCT = 15.0
+ALPHA = 50e-6  # seconds per message in the prediction, as the demo's link
 
 
 def parse(path):
     text = open(path).read()
     run = {"c": float(re.search(r"one local step c = ([0-9.]+) ms", text).group(1)) / 1e3}
     m = re.search(r"one all-reduce m = ([0-9.]+) ms", text)
-    b = re.search(r"\(([0-9]+) bytes per all-reduce\)", text)
-    run["bytes"] = int(b.group(1))
+    b = re.search(r"([0-9]+) parameters \(([0-9]+) bytes per all-reduce\)", text)
+    run["parameters"], run["bytes"] = int(b.group(1)), int(b.group(2))
     run["rows"] = {}
     for line in text.splitlines():
         f = line.split()
@@ -56,18 +75,137 @@ def parse(path):
     return run
 
 
-def per_step(name, c, m, k):
+def round_end_cost(out):
+    """Seconds per byte of model of the round-end pass plus the guard's read, by thread count:
+    from `kernels --mib 1 --csv kernels_model.csv` (one MiB per array)."""
+    path = os.path.join(out, "kernels_model.csv")
+    if not os.path.exists(path):
+        sys.exit("simulate.py: no %s (benchmarks/run simulate writes it: kernels --mib 1 --csv FILE)" % path)
+    times = {}
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            if r["kernel"] in ("round_end", "all_finite"):
+                t = int(r["threads"])
+                times[t] = times.get(t, 0.0) + float(r["time"]) / 1e3
+            if r["kernel"] == "all_finite":  # one stream: its bytes are one array's
+                array_bytes = float(r["bytes"]) / int(r["threads"]) * 2 ** 20
+    return {t: v / array_bytes for t, v in times.items()}
+
+
+def wall_time(name, r, m, e=0.0, m_overlapped=None):
+    """The model's wall time of a measured run: R = steps/k rounds of its measured kc, the link's
+    m, the round-end pass e, the consensus, and m_overlapped (an all-reduce while compute runs).
+    With e = 0 and m_overlapped = None: the bare round-time model."""
+    k, steps = r["k"], r["steps"]
+    c, rounds = r["kc"] / k, steps / k
+    mo = m if m_overlapped is None else m_overlapped
+    bare = m_overlapped is None and e == 0.0
+    if name == "S-SGD":
+        return steps * (c + m)
+    if name == "Local-SGD":
+        return rounds * (k * c + m + e) + (0 if bare else m + e)
+    if name == "Pipe-SGD":
+        g = mo / m
+        return steps * max(c, m + c * (1 - 1 / g)) + (0 if bare else m)
+    return rounds * (max(k * c, mo) + e) + (0 if bare else m + e)
+
+
+def per_step(name, c, m, k, e=0.0):
     if name == "S-SGD":
         return c + m
     if name == "Local-SGD":
-        return c + m / k
+        return c + (m + e) / k
     if name == "Pipe-SGD":
         return max(c, m)
-    return max(k * c, m) / k
+    return (max(k * c, m) + e) / k
 
 
 def auto_k(c, m, cap=8):
     return max(1, min(cap, math.ceil(m / c)))
+
+
+def validate(out, runs, cost, cores):
+    print("# validation: the round-time model's wall time against the measured one (target: every run within %g%%)" % TOLERANCE_PCT)
+    print("# e: the round-end pass per round; m_o: an all-reduce while compute runs (CoCoD-SGD's); bare: no overheads")
+    print("# %-8s %7s %-10s %3s %7s %7s %7s %6s %9s %9s %6s %7s" % (
+        "link", "workers", "algorithm", "k", "c", "m", "m_o", "e", "predicted", "measured", "bare", "error"))
+    print("# %-8s %7s %-10s %3s %7s %7s %7s %6s %9s %9s %6s %7s" % (
+        "", "", "", "", "ms", "ms", "ms", "ms", "s", "s", "%", "%"))
+    worst = worst_bare = 0.0
+    with open(os.path.join(out, "simulate_validation.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["link", "workers", "algorithm", "k", "c_ms", "m_ms", "m_overlapped_ms", "e_ms", "predicted_s",
+                    "measured_s", "error_bare_pct", "error_pct"])
+        for (link, n), run in sorted(runs.items()):
+            threads = min(n, cores)
+            e = cost[min(threads, max(cost))] * run["bytes"] * math.ceil(n / threads)
+            mo = run["rows"]["CoCoD-SGD"]["comm"] if link == "mpi" else run["m"]
+            for name in NAMES:
+                r = run["rows"].get(name)
+                if not r:
+                    continue
+                predicted = wall_time(name, r, run["m"], e, max(mo, run["m"]))
+                bare = wall_time(name, r, run["m"])
+                error = 100.0 * (predicted - r["wall"]) / r["wall"]
+                error_bare = 100.0 * (bare - r["wall"]) / r["wall"]
+                worst, worst_bare = max(worst, abs(error)), max(worst_bare, abs(error_bare))
+                print("  %-8s %7d %-10s %3d %7.3f %7.3f %7.3f %6.3f %9.2f %9.2f %+6.1f %+7.1f" % (
+                    link, n, name, r["k"], r["kc"] / r["k"] * 1e3, run["m"] * 1e3, max(mo, run["m"]) * 1e3, e * 1e3,
+                    predicted, r["wall"], error_bare, error))
+                w.writerow([link, n, name, r["k"], "%.4f" % (r["kc"] / r["k"] * 1e3), "%.4f" % (run["m"] * 1e3),
+                            "%.4f" % (max(mo, run["m"]) * 1e3), "%.4f" % (e * 1e3), "%.3f" % predicted,
+                            "%.3f" % r["wall"], "%.2f" % error_bare, "%.2f" % error])
+    print("# target: every run within %g%%: %s (worst %.1f%%; %.1f%% without the overheads)" % (
+        TOLERANCE_PCT, "met" if worst <= TOLERANCE_PCT else "NOT met", worst, worst_bare))
+
+
+def predict(out, models, cost):
+    rows = []
+    for name, model in models:
+        c, size = model["c"], model["bytes"]
+        e = cost[1] * size
+        print("#\n# prediction, %s: speedup per epoch over S-SGD; c = %.3f ms per step (one worker alone), %d bytes,"
+              " e = %.3f ms, alpha = %g us, k <= 8" % (name, c * 1e3, size, e * 1e3, ALPHA * 1e6))
+        print("# %7s %6s %9s %3s %10s %10s %10s" % ("workers", "Gbit/s", "m", "k", "CoCoD-SGD", "Local-SGD", "Pipe-SGD"))
+        print("# %7s %6s %9s %3s %10s %10s %10s" % ("", "", "ms", "", "x", "x", "x"))
+        for gbit in (1, 10, 100):
+            beta = gbit * 1e9 / 8
+            n = 8
+            while n <= 1024:
+                m = 2 * (n - 1) * ALPHA + 2 * (n - 1) / n * size / beta
+                k = auto_k(c, m)
+                s = per_step("S-SGD", c, m, 1)
+                sp = {a: s / per_step(a, c, m, k, e) for a in NAMES}
+                rows.append((name, n, gbit, m, k, sp))
+                print("  %7d %6d %9.3f %3d %10.2f %10.2f %10.2f" % (n, gbit, m * 1e3, k, sp["CoCoD-SGD"], sp["Local-SGD"],
+                                                                   sp["Pipe-SGD"]))
+                n *= 2
+    scale = os.path.join(out, "simulate_scale.csv")
+    with open(scale, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "workers", "gbit", "m_ms", "k", "cocod_speedup", "local_speedup", "pipe_speedup"])
+        for name, n, gbit, m, k, sp in rows:
+            w.writerow([name, n, gbit, "%.4f" % (m * 1e3), k, "%.3f" % sp["CoCoD-SGD"], "%.3f" % sp["Local-SGD"],
+                        "%.3f" % sp["Pipe-SGD"]])
+    if shutil.which("gnuplot") and rows:
+        png = os.path.join(out, "simulate_scale.png")
+        plot = ", ".join(
+            "'%s' using 2:(strcol(1) eq '%s' && $3 == %d ? $6 : NaN) with linespoints title 'CoCoD-SGD, %s, %d Gbit/s'"
+            % (scale, name, g, name, g) for name, _ in models for g in (1, 10, 100))
+        script = """set terminal pngcairo size 900,560 font ",11"
+set output "%s"
+set datafile separator ","
+set logscale x 2
+set key top left
+set grid
+set title "Predicted speedup per epoch of CoCoD-SGD over S-SGD (round-time model, measured c, e and alpha/beta)"
+set xlabel "workers"
+set ylabel "speedup over S-SGD"
+plot %s
+""" % (png, plot)
+        subprocess.run(["gnuplot"], input=script.encode(), check=True)
+        print("# plot: %s" % png)
+    return scale
 
 
 def main():
@@ -75,77 +213,24 @@ def main():
         print(__doc__.strip())
         return
     out = sys.argv[1] if len(sys.argv) > 1 else "results/benchmarks"
-    runs = {}
+    runs, models = {}, []
     for f in sorted(os.listdir(out)):
         g = re.fullmatch(r"tta_(threads|mpi)_([0-9]+)\.txt", f)
         if g:
             runs[(g.group(1), int(g.group(2)))] = parse(os.path.join(out, f))
+        g = re.fullmatch(r"simulate_model_(\w+)\.txt", f)
+        if g:
+            text = open(os.path.join(out, f)).read()
+            c = re.search(r"one local step c = ([0-9.]+) ms", text)
+            b = re.search(r"\(([0-9]+) bytes per all-reduce\)", text)
+            if not (c and b):
+                sys.exit("simulate.py: %s has no 'one local step c' or 'bytes per all-reduce'" % f)
+            models.append((g.group(1), {"c": float(c.group(1)) / 1e3, "bytes": int(b.group(1))}))
     if not runs:
         sys.exit("simulate.py: no tta_*.txt in %s (run benchmarks/time_to_accuracy.sh first)" % out)
-
-    print("# validation: the round-time model's wall time against the measured one (target: every run within %g%%)" % TOLERANCE_PCT)
-    print("# %-8s %7s %-10s %3s %8s %8s %9s %9s %7s" % ("link", "workers", "algorithm", "k", "c", "m", "predicted", "measured", "error"))
-    print("# %-8s %7s %-10s %3s %8s %8s %9s %9s %7s" % ("", "", "", "", "ms", "ms", "s", "s", "%"))
-    worst = 0.0
-    with open(os.path.join(out, "simulate_validation.csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["link", "workers", "algorithm", "k", "c_ms", "m_ms", "predicted_s", "measured_s", "error_pct"])
-        for (link, n), run in sorted(runs.items()):
-            for name in NAMES:
-                r = run["rows"].get(name)
-                if not r:
-                    continue
-                c = r["kc"] / r["k"]  # the run's own compute per step
-                predicted = r["steps"] * per_step(name, c, run["m"], r["k"])
-                error = 100.0 * (predicted - r["wall"]) / r["wall"]
-                worst = max(worst, abs(error))
-                print("  %-8s %7d %-10s %3d %8.3f %8.3f %9.2f %9.2f %+7.1f" % (link, n, name, r["k"], c * 1e3, run["m"] * 1e3, predicted, r["wall"], error))
-                w.writerow([link, n, name, r["k"], "%.4f" % (c * 1e3), "%.4f" % (run["m"] * 1e3), "%.3f" % predicted, "%.3f" % r["wall"], "%.2f" % error])
-    print("# target: every run within %g%%: %s (worst %.1f%%)" % (TOLERANCE_PCT, "met" if worst <= TOLERANCE_PCT else "NOT met", worst))
-
-    base = runs.get(("threads", 4)) or next(iter(runs.values()))
-    c = base["rows"]["S-SGD"]["kc"] / base["rows"]["S-SGD"]["k"]
-    size = base["bytes"]
-    alpha = 50e-6  # per message, as the demo's link
-    print("#\n# prediction: speedup per epoch over S-SGD; c = %.3f ms per step (4-worker run), model %d bytes, alpha = 50 us, k <= 8" % (c * 1e3, size))
-    print("# %7s %6s %9s %3s %10s %10s %10s" % ("workers", "Gbit/s", "m", "k", "CoCoD-SGD", "Local-SGD", "Pipe-SGD"))
-    print("# %7s %6s %9s %3s %10s %10s %10s" % ("", "", "ms", "", "x", "x", "x"))
-    rows = []
-    for gbit in (1, 10, 100):
-        beta = gbit * 1e9 / 8
-        n = 8
-        while n <= 1024:
-            m = 2 * (n - 1) * alpha + 2 * (n - 1) / n * size / beta
-            k = auto_k(c, m)
-            s = per_step("S-SGD", c, m, 1)
-            sp = {name: s / per_step(name, c, m, k) for name in NAMES}
-            rows.append((n, gbit, m, k, sp))
-            print("  %7d %6d %9.3f %3d %10.2f %10.2f %10.2f" % (n, gbit, m * 1e3, k, sp["CoCoD-SGD"], sp["Local-SGD"], sp["Pipe-SGD"]))
-            n *= 2
-    scale = os.path.join(out, "simulate_scale.csv")
-    with open(scale, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["workers", "gbit", "m_ms", "k", "cocod_speedup", "local_speedup", "pipe_speedup"])
-        for n, gbit, m, k, sp in rows:
-            w.writerow([n, gbit, "%.4f" % (m * 1e3), k, "%.3f" % sp["CoCoD-SGD"], "%.3f" % sp["Local-SGD"], "%.3f" % sp["Pipe-SGD"]])
-    if shutil.which("gnuplot"):
-        png = os.path.join(out, "simulate_scale.png")
-        plot = ", ".join(
-            "'%s' using 1:($2 == %d ? $%d : NaN) with linespoints title '%s, %d Gbit/s'" % (scale, g, col, name, g)
-            for g in (1, 10, 100) for col, name in ((5, "CoCoD-SGD"), (6, "Local-SGD")))
-        script = """set terminal pngcairo size 900,560 font ",11"
-set output "%s"
-set datafile separator ","
-set logscale x 2
-set key top left
-set grid
-set title "Predicted speedup per epoch over S-SGD (round-time model, measured c and alpha/beta)"
-set xlabel "workers"
-set ylabel "speedup over S-SGD"
-plot %s
-""" % (png, plot)
-        subprocess.run(["gnuplot"], input=script.encode(), check=True)
-        print("# plot: %s" % png)
+    cost = round_end_cost(out)
+    validate(out, runs, cost, os.cpu_count() or 1)
+    scale = predict(out, models, cost)
     print("# csv: %s, %s" % (os.path.join(out, "simulate_validation.csv"), scale))
     print("# simulate: OK")
 
