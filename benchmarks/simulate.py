@@ -22,7 +22,8 @@ Reads, in RESULTS_DIR:
    against the measured wall time (target: every run within TOLERANCE_PCT = 15%). The measured
    overheads are:
    - e, the round-end pass per round: the kernels' round end plus the guard's read, scaled to
-     the model's bytes, with one thread per core (2 workers) or two workers per core (4);
+     the model's bytes, with as many threads as workers run at once on this machine's cores,
+     and doubled where two workers share a core (4 workers on 2 cores);
    - the consensus at the end: one more all-reduce and round end (Pipe-SGD: the last
      all-reduce in flight);
    - m_o, an all-reduce while compute runs: CoCoD-SGD's own measured all-reduce time. On the
@@ -81,7 +82,7 @@ def round_end_cost(out):
     path = os.path.join(out, "kernels_model.csv")
     if not os.path.exists(path):
         sys.exit("simulate.py: no %s (benchmarks/run simulate writes it: kernels --mib 1 --csv FILE)" % path)
-    times = {}
+    times, array_bytes = {}, None
     with open(path) as fh:
         for r in csv.DictReader(fh):
             if r["kernel"] in ("round_end", "all_finite"):
@@ -89,6 +90,8 @@ def round_end_cost(out):
                 times[t] = times.get(t, 0.0) + float(r["time"]) / 1e3
             if r["kernel"] == "all_finite":  # one stream: its bytes are one array's
                 array_bytes = float(r["bytes"]) / int(r["threads"]) * 2 ** 20
+    if not array_bytes or not times:
+        sys.exit("simulate.py: %s has no round_end and all_finite rows" % path)
     return {t: v / array_bytes for t, v in times.items()}
 
 
@@ -198,7 +201,7 @@ set datafile separator ","
 set logscale x 2
 set key top left
 set grid
-set title "Predicted speedup per epoch of CoCoD-SGD over S-SGD (round-time model, measured c, e and alpha/beta)"
+set title "Predicted speedup per epoch of CoCoD-SGD over S-SGD (round-time model: measured c and e, alpha = 50 us)"
 set xlabel "workers"
 set ylabel "speedup over S-SGD"
 plot %s

@@ -32,9 +32,9 @@ tag="race_$model"
 init="$out/$tag.init"
 "$exe" --model "$model" --save-init "$init" >/dev/null
 
-# Every run appends its curve as "NAME k=K,rate,epoch,wall_s,accuracy" to $curves and one line
-# "NAME k=K,rate,c_ms,m_ms,wall_s,epochs" to $runs (m: gloo's measured all-reduce, or cocod's
-# comm_ms of the row; - where the run has none).
+# Every run keeps its log (TAG_RATE_NAME_kK.log), appends its curve as
+# "NAME k=K,rate,epoch,wall_s,accuracy" to $curves and one line "NAME k=K,rate,c_ms,m_ms,wall_s,epochs"
+# to $runs (m: gloo's measured all-reduce, or cocod's comm_ms of the row; - where there is none).
 curves="$out/${tag}_curve.csv" runs="$out/${tag}_runs.csv"
 echo "run,rate,epoch,wall_s,test_accuracy" >"$curves"
 echo "run,rate,c_ms,m_ms,wall_s,epochs" >"$runs"
@@ -42,7 +42,7 @@ echo "rate,best_period" >"$out/${tag}_best.csv"
 common=(--epochs "$epochs" --curve-every 0.25)
 
 pytorch() {  # RATE ALGO K NAME [torch_mlp.py options]
-  local log="$out/${tag}_py.log" tmp="$out/${tag}_tmp.csv"
+  local log="$out/${tag}_$1_$(tr -c 'A-Za-z0-9.\n' _ <<<"$4")_k$3.log" tmp="$out/${tag}_tmp.csv"
   rm -f "$tmp"
   RATE="$1" shaped 3600 /usr/bin/python3 "$COCOD_ROOT/benchmarks/peers/torch_mlp.py" --algo "$2" --period "$3" \
     --model "$model" --init "$init" --workers "$workers" "${common[@]}" --curve "$tmp" --name "$4 k=$3" "${@:5}" \
@@ -57,11 +57,11 @@ pytorch() {  # RATE ALGO K NAME [torch_mlp.py options]
 }
 
 cocod() {  # RATE ALGOS K
-  local log="$out/${tag}_cocod.log" tmp="$out/${tag}_tmp.csv"
+  local log="$out/${tag}_$1_${2//,/+}_k$3.log" tmp="$out/${tag}_tmp.csv"
   rm -f "$tmp"
   RATE="$1" shaped_mpiexec 3600 "$workers" "$exe" --model "$model" --comm mpi --algo "$2" --period "$3" \
     "${common[@]}" --no-progress --curve "$tmp" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
-  grep -E "one local step|^  " "$log"
+  grep -E "one local step|^  " "$log" || true
   awk -F, -v rate="$1" -v k="$3" 'NR > 1 { printf "cocod %s k=%s,%s,%s,%s,%s\n", $1, k, rate, $3, $4, $5 }' "$tmp" >>"$curves"
   awk -v rate="$1" -v k="$3" '
     /one local step c =/ { for (i = 2; i < NF; i++) if ($i == "=" && $(i - 1) == "c") c = $(i + 1) }
@@ -108,4 +108,4 @@ for spec in $rates; do
   first=0
 done
 
-"$COCOD_ROOT/benchmarks/peers/race_table.py" "$out" "$tag" "$target" | tee "$out/${tag}.txt"
+"$COCOD_ROOT/benchmarks/peers/race_table.py" "$out" "$tag" "$target" "$workers" | tee "$out/${tag}.txt"

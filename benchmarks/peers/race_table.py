@@ -36,17 +36,22 @@ def main():
     def median(values):
         values = sorted(values)
         return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
-    c_py = median([float(r["c_ms"]) for r in runs if r["run"].startswith("PyTorch")])
-    c_co = median([float(r["c_ms"]) for r in runs if r["run"].startswith("cocod")])
+    # one measurement per invocation: cocod's rows of one invocation share its rate, k and c
+    measured_py = [float(r["c_ms"]) for r in runs if r["run"].startswith("PyTorch")]
+    measured_co = [float(c) for _, _, c in {(r["rate"], r["run"].rsplit("k=", 1)[1], r["c_ms"])
+                                            for r in runs if r["run"].startswith("cocod")}]
+    if not measured_py or not measured_co:
+        sys.exit("race_table.py: no %s run in %s/%s_runs.csv" % ("PyTorch" if not measured_py else "cocod", out, tag))
+    c_py, c_co = median(measured_py), median(measured_co)
     ok = abs(c_co / c_py - 1) <= 0.10
     print("# compute per step, median over every run's measurement: cocod %.2f ms (%d runs), PyTorch %.2f ms (%d runs):"
-          " %+.1f%%, %s" % (c_co, sum(r["run"].startswith("cocod") for r in runs), c_py,
-                            sum(r["run"].startswith("PyTorch") for r in runs), 100 * (c_co / c_py - 1),
+          " %+.1f%%, %s" % (c_co, len(measured_co), c_py, len(measured_py), 100 * (c_co / c_py - 1),
                             "within 10%" if ok else "NOT within 10%"))
     verdicts.append(ok)
     in_py = [float(r["wall_s"]) / float(r["epochs"]) / steps_per_epoch * 1e3 - float(r["m_ms"]) / int(r["run"].rsplit("k=", 1)[1])
-             for r in runs if r["run"].startswith("PyTorch PostLocalSGD")]
-    print("# in the runs: PostLocalSGD's T - m/k, median %.2f ms (%s)" % (median(in_py), " ".join("%.1f" % v for v in in_py)))
+             for r in runs if r["run"].startswith("PyTorch PostLocalSGD") and r["m_ms"] not in ("", "-")]
+    if in_py:
+        print("# in the runs: PostLocalSGD's T - m/k, median %.2f ms (%s)" % (median(in_py), " ".join("%.1f" % v for v in in_py)))
     for rate in best:
         rows = {}
         for r in runs:
@@ -56,12 +61,17 @@ def main():
             first = next((p for p in curve
                           if p["run"] == name and p["rate"] == rate and float(p["test_accuracy"]) >= target), None)
             hit = float(first["wall_s"]) if first else None
-            final = [float(p["test_accuracy"]) for p in curve if p["run"] == name and p["rate"] == rate][-1]
+            points = [float(p["test_accuracy"]) for p in curve if p["run"] == name and p["rate"] == rate]
+            if not points:
+                sys.exit("race_table.py: %s at %s has no curve in %s/%s_curve.csv" % (name, rate, out, tag))
+            final = points[-1]
             s_epoch = float(r["wall_s"]) / float(r["epochs"])
             rows[name] = dict(c=float(r["c_ms"]), m=None if r["m_ms"] in ("", "-") else float(r["m_ms"]),
                               step=1e3 * s_epoch / steps_per_epoch, s_epoch=s_epoch, hit=hit, final=final,
                               hit_epoch=float(first["epoch"]) if first else None)
         kstar = best[rate]
+        if "PyTorch PostLocalSGD k=%d" % kstar not in rows:
+            sys.exit("race_table.py: no PostLocalSGD run at its best period k=%d at %s" % (kstar, rate))
         print("\n# %s: PostLocalSGD's best period k* = %d" % (rate, kstar))
         print("# %-30s %8s %8s %9s %8s %10s %7s %7s" % ("run", "c_ms", "m_ms", "step_ms", "s/epoch", "to_%.2f s" % target,
                                                         "epochs", "final"))
@@ -82,6 +92,8 @@ def main():
             if not co:
                 continue
             t, m = py["step"], py["m"]
+            if not m:
+                continue
             c = t - m / k
             bound = t / max(c, m / k)
             measured = py["s_epoch"] / co["s_epoch"]

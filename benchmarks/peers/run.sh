@@ -32,7 +32,7 @@ fi
 curve="$out/peers_curve.csv"
 rm -f "$curve"
 
-echo "# cocod's Eigen MLP vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
+echo "# cocod vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
 shaped_mpiexec 1800 "$workers" "$exe" --comm mpi --algo cocod,local,ssgd --period auto --no-progress --curve "$curve" \
   --curve-every 0.5 >"$out/peers_cocod.txt" 2>/dev/null
 k=$(awk '$1 == "Local-SGD" { print $4 }' "$out/peers_cocod.txt")
