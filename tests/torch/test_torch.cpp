@@ -315,6 +315,23 @@ TEST_CASE("modules and data the adapter cannot drive are refused, naming what is
                          "cocod::torch::ModuleModel: the module has no parameter that requires a gradient",
                          std::invalid_argument);
   }
+  SUBCASE("data or a module that is not on the CPU") {
+    // The meta device stands in for CUDA, which this build of libtorch may not have: any tensor
+    // off the CPU is refused by name.
+    CHECK_THROWS_WITH_AS(cocod::torch::make_model(mlp(55), data.inputs.to(torch::kMeta), data.targets, cross_entropy),
+                         "cocod::torch::ModuleModel: inputs is on meta: the adapter drives CPU tensors (move the module "
+                         "and the data with .to(torch::kCPU))",
+                         std::invalid_argument);
+    struct OffCpuImpl : torch::nn::Module {
+      torch::Tensor weight;
+      OffCpuImpl() { weight = register_parameter("weight", torch::zeros({8, 3}, torch::device(torch::kMeta))); }
+      torch::Tensor forward(torch::Tensor x) { return x.matmul(weight); }
+    };
+    CHECK_THROWS_WITH_AS(cocod::torch::make_model(std::make_shared<OffCpuImpl>(), data.inputs, data.targets, cross_entropy),
+                         "cocod::torch::ModuleModel: parameter 'weight' is on meta: the adapter drives CPU tensors "
+                         "(move the module and the data with .to(torch::kCPU))",
+                         std::invalid_argument);
+  }
   SUBCASE("a loss that is not a scalar") {
     auto none = [](const torch::Tensor& out, const torch::Tensor& y) {
       return F::cross_entropy(out, y, F::CrossEntropyFuncOptions().reduction(torch::kNone));
