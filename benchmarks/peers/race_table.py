@@ -8,6 +8,7 @@ wall time) and TAG_best.csv (PostLocalSGD's best period per link rate).
 import csv
 import os
 import sys
+from statistics import median
 
 
 def load(out, tag):
@@ -33,9 +34,6 @@ def main():
     verdicts = []
     # 1. compute per step: each side measures it before every run (every worker at once, no
     # communication); single measurements on this shared machine vary by 10-20%, so the medians
-    def median(values):
-        values = sorted(values)
-        return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
     # one measurement per invocation: cocod's rows of one invocation share its rate, k and c
     measured_py = [float(r["c_ms"]) for r in runs if r["run"].startswith("PyTorch")]
     measured_co = [float(c) for _, _, c in {(r["rate"], r["run"].rsplit("k=", 1)[1], r["c_ms"])
