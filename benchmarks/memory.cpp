@@ -54,15 +54,16 @@ double expected(const std::string& algo, bool momentum, int workers, bool thread
 template <class Comm>
 void train(Comm comm, const std::string& algo, bool momentum, std::size_t n, double* baseline) {
   Flat model{std::vector<T>(n, T(1))};
-  const cocod::Options o{.learning_rate = 0.01, .momentum = momentum ? 0.9 : 0.0, .period = 4, .batch_size = 8};
+  const cocod::Options o{.learning_rate = 0.01, .period = 4, .batch_size = 8};
+  const cocod::update::Sgd sgd{.momentum = momentum ? 0.9 : 0.0};
   comm.all_reduce(std::span<T>(model.x).first(1));  // both workers have built their model
   if (comm.rank() == 0) *baseline = hwm_bytes();
   comm.all_reduce(std::span<T>(model.x).first(1));
   auto run = [&](auto&& opt) { opt.optimize(model, cocod::Steps{12}); };
-  if (algo == "cocod") run(cocod::Optimizer<Flat, Comm>{comm, o});
-  else if (algo == "local") run(cocod::LocalSGD<Flat, Comm>{comm, o});
-  else if (algo == "ssgd") run(cocod::SyncSGD<Flat, Comm>{comm, o});
-  else run(cocod::PipeSGD<Flat, Comm>{comm, o});
+  if (algo == "cocod") run(cocod::CoCoDSGD<Flat, Comm>{comm, o, sgd});
+  else if (algo == "local") run(cocod::LocalSGD<Flat, Comm>{comm, o, sgd});
+  else if (algo == "ssgd") run(cocod::SyncSGD<Flat, Comm>{comm, o, sgd});
+  else run(cocod::PipeSGD<Flat, Comm>{comm, o, sgd});
 }
 
 int one(const std::string& algo, bool momentum, const std::string& comm, std::size_t n) {

@@ -10,6 +10,7 @@
 // from one run. Correctness: the run with a checkpoint every round ends with the same model as
 // the run without (bitwise), and the resumed run from its last checkpoint too.
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -66,7 +67,8 @@ int main(int argc, char** argv) {
   cli::parse(app, argc, argv);
 
   using Opt = cocod::Optimizer<Quadratic, cocod::comm::Threads>;
-  const cocod::Options options{.learning_rate = 0.1, .momentum = 0.9, .period = period, .batch_size = 4};
+  const cocod::Options options{.learning_rate = 0.1, .period = period, .batch_size = 4};
+  const cocod::update::Sgd sgd{.momentum = 0.9};
   struct Run {
     double round_s = 0, save_s = 0, check_s = 0;
     std::string digest;
@@ -77,7 +79,7 @@ int main(int argc, char** argv) {
     std::vector<double> saves, checks;
     cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
       Quadratic model{std::vector<T>(parameters, T(1)), comm.rank()};
-      Opt opt{comm, options};
+      Opt opt{comm, options, sgd};
       if (mode == 2)
         opt.resume(model, store, cocod::Rounds{rounds});
       else
@@ -131,7 +133,7 @@ int main(int argc, char** argv) {
     cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
       Quadratic model{std::vector<T>(64, T(1)), comm.rank()};
       cocod::Optimizer<Quadratic, cocod::comm::Threads> opt{
-          comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 2, .batch_size = 2, .report_rounds = 1000}};
+          comm, {.learning_rate = 0.1, .period = 2, .batch_size = 2, .report_rounds = 1000}, cocod::update::Sgd{.momentum = 0.9}};
       opt.begin(model, cocod::Rounds{soak_rounds});
       const std::size_t warm = soak_rounds / 10;
       std::vector<double> last(1000, 0.0);  // the latest rounds' times, a ring

@@ -1,6 +1,8 @@
 #pragma once
 // cocod: computation/communication decoupled SGD (CoCoD-SGD) and its baselines.
-// The umbrella header; every header below also compiles on its own.
+// The umbrella header; every header below also compiles on its own. What needs the operating
+// system is opt-in: checkpoints (<cocod/checkpoint.hpp>) and the terminal's progress bar
+// (<cocod/callbacks/progress_bar.hpp>), so that this header includes no POSIX header.
 #include "cocod/version.hpp"
 #include "cocod/errors.hpp"
 #include "cocod/options.hpp"
@@ -21,23 +23,27 @@
 #include "cocod/schedule/measurement.hpp"
 #include "cocod/schedule/adaptive.hpp"
 
+#include "cocod/family/outer.hpp"
+#include "cocod/family/compress.hpp"
+#include "cocod/family/fragments.hpp"
+#include "cocod/family/pull_back.hpp"
+#include "cocod/family/merge.hpp"
+
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/local.hpp"
 #include "cocod/comm/threads.hpp"
 #include "cocod/comm/throttled.hpp"
 
 #include "cocod/callbacks/hooks.hpp"
-#include "cocod/callbacks/progress_bar.hpp"
 #include "cocod/callbacks/csv_logger.hpp"
 #include "cocod/callbacks/early_stop.hpp"
-#include "cocod/callbacks/checkpoint.hpp"
 
 #include "cocod/trace/timeline.hpp"
 
-#include "cocod/checkpoint/format.hpp"
-#include "cocod/checkpoint/store.hpp"
 #include "cocod/checkpoint/digest.hpp"
 
+#include "cocod/algorithm/reduced.hpp"
+#include "cocod/algorithm/operations.hpp"
 #include "cocod/algorithm/trainer.hpp"
 #include "cocod/algorithm/cocod_sgd.hpp"
 #include "cocod/algorithm/sync_sgd.hpp"

@@ -30,7 +30,7 @@ std::vector<float> train_centres() {
   std::vector<float> result;
   cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
     Model model{comm.rank()};
-    cocod::Optimizer<Model, cocod::comm::Threads> opt{comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 3, .batch_size = 4}};
+    cocod::Optimizer<Model, cocod::comm::Threads> opt{comm, {.learning_rate = 0.1, .period = 3, .batch_size = 4}, cocod::update::Sgd{.momentum = 0.9}};
     (void)opt.optimize(model, cocod::Steps{10});
     if (comm.rank() == 0) result.assign(model.x.begin(), model.x.end());
   });

@@ -3,12 +3,64 @@
 #include <Eigen/Core>
 
 #include <cstddef>
+#include <optional>
 #include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "cocod/algorithm/trainer.hpp"
 #include "cocod/data/sampler.hpp"
+#include "cocod/family/compress.hpp"
+#include "cocod/family/fragments.hpp"
+#include "cocod/family/outer.hpp"
+#include "cocod/family/pull_back.hpp"
+#include "cocod/update/sgd.hpp"
 
 namespace cocod_test {
+
+/// The settings of a test run: the run's options, the local update's, and the family's, of which
+/// make() gives each algorithm those it takes.
+struct Setup {
+  cocod::Options options;
+  cocod::update::Sgd sgd{};
+  std::optional<cocod::Outer> outer{};
+  cocod::Compress compress{};
+  cocod::Fragments fragments{};
+  cocod::PullBack pull{};
+};
+
+template <class S, class Tuple>
+struct takes;
+template <class S, class... E>
+struct takes<S, std::tuple<E...>> : std::bool_constant<(std::is_same_v<S, E> || ...)> {};
+
+/// The settings of `s` that algorithm A (a cocod::Trainer) takes, as a tuple of parts.
+template <class A>
+auto family_of(const Setup& s) {
+  using S = typename A::settings_type;
+  auto one = [](auto v) {
+    if constexpr (takes<decltype(v), S>::value) return std::tuple<decltype(v)>(v);
+    else return std::tuple<>();
+  };
+  return std::tuple_cat(one(s.outer), one(s.compress), one(s.fragments), one(s.pull));
+}
+
+/// Algorithm A on `comm` with the settings of `s` it takes (its Update: s.sgd when it is
+/// update::Sgd), and `extra` parts (a schedule).
+template <class A, class Comm, class... Extra>
+A make(Comm comm, const Setup& s, Extra&&... extra) {
+  auto parts = std::tuple_cat(family_of<A>(s), std::forward_as_tuple(std::forward<Extra>(extra)...));
+  return std::apply(
+      [&](auto&&... p) {
+        if constexpr (std::is_same_v<typename A::update_type, cocod::update::Sgd>)
+          return A(std::move(comm), s.options, s.sgd, std::forward<decltype(p)>(p)...);
+        else
+          return A(std::move(comm), s.options, std::forward<decltype(p)>(p)...);
+      },
+      std::move(parts));
+}
 
 /// Least squares on a synthetic shard: f(x) = mean_i 0.5 (a_i . x - b_i)^2. Records the last
 /// gradient it returned, so tests can recompute updates independently.

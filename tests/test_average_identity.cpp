@@ -18,8 +18,8 @@ using Vec = Eigen::VectorXd;
 void check_identity(std::size_t period, double momentum) {
   constexpr int workers = 3;
   constexpr std::size_t steps = 26;
-  const cocod::Options options{.learning_rate = 0.05, .momentum = momentum, .weight_decay = 1e-3,
-                               .period = period, .batch_size = 4, .speeds = {1.0, 2.0, 3.0}, .seed = 11};
+  const cocod::Options options{.learning_rate = 0.05, .period = period, .batch_size = 4, .speeds = {1.0, 2.0, 3.0}, .seed = 11};
+  const cocod::update::Sgd sgd{.momentum = momentum, .weight_decay = 1e-3};
   // per worker, per step: the model after the step and the local direction d_i(t) it applied
   std::vector<std::vector<Vec>> after(workers), direction(workers);
   std::vector<double> weight(workers);
@@ -27,7 +27,7 @@ void check_identity(std::size_t period, double momentum) {
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
     Model model(120, 9, 500 + r);
-    cocod::Optimizer<Model, cocod::comm::Threads> opt{comm, options};
+    cocod::CoCoDSGD<Model, cocod::comm::Threads> opt{comm, options, sgd};
     opt.begin(model);
     weight[r] = opt.info().weight;
     if (r == 0) start = Eigen::Map<Vec>(model.x.data(), 9);

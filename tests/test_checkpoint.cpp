@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -25,7 +26,7 @@ namespace {
 
 using Model = cocod_test::LeastSquares<double>;
 using Schedule = cocod::schedule::Fixed<cocod::lr::Cosine>;
-const cocod::Options options{.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 4, .seed = 11};
+const cocod_test::Setup options{{.learning_rate = 0.05, .period = 3, .batch_size = 4, .seed = 11}, {.momentum = 0.9}};
 constexpr int workers = 3;
 constexpr std::size_t total_steps = 22;  // 7 rounds of 3 and a partial one
 
@@ -69,14 +70,14 @@ void keep(Outcome& out, std::mutex& m, int rank, Model& model, const cocod::Repo
 
 /// The run from start to end; with `store`, saving every round.
 template <template <class...> class Algorithm>
-Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod::Options& options = ::options) {
+Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod_test::Setup& options = ::options) {
   Outcome out;
   out.x.resize(workers);
   std::mutex m;
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     using Opt = Algorithm<Model, cocod::comm::Threads, Schedule>;
     Model model = model_of(comm.rank());
-    Opt opt{comm, options};
+    auto opt = cocod_test::make<Opt>(comm, options);
     opt.begin(model, cocod::Steps{total_steps});
     if (store) opt.save(model, *store);
     while (opt.steps_taken() < total_steps) {
@@ -90,12 +91,12 @@ Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod::Option
 
 /// Runs until `round` rounds have ended, saves, and stops there (as a crash would).
 template <template <class...> class Algorithm>
-void interrupted_run(const cocod::Checkpoints& store, std::size_t round, const cocod::Options& options = ::options) {
+void interrupted_run(const cocod::Checkpoints& store, std::size_t round, const cocod_test::Setup& options = ::options) {
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     Model model = model_of(comm.rank());
-    Algorithm<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads, Schedule>>(comm, options);
     opt.begin(model, cocod::Steps{total_steps});
-    while (opt.steps_taken() < round * options.period) opt.step(model, opt.next_batch());
+    while (opt.steps_taken() < round * options.options.period) opt.step(model, opt.next_batch());
     opt.save(model, store);
     // a few more steps that the resumed run will redo, then the run is gone
     for (int i = 0; i < 2 && opt.steps_taken() < total_steps; ++i) opt.step(model, opt.next_batch());
@@ -103,7 +104,7 @@ void interrupted_run(const cocod::Checkpoints& store, std::size_t round, const c
 }
 
 template <template <class...> class Algorithm>
-Outcome resumed_run(const cocod::Checkpoints& store, const cocod::Options& options = ::options) {
+Outcome resumed_run(const cocod::Checkpoints& store, const cocod_test::Setup& options = ::options) {
   Outcome out;
   out.x.resize(workers);
   std::mutex m;
@@ -111,7 +112,7 @@ Outcome resumed_run(const cocod::Checkpoints& store, const cocod::Options& optio
     using Opt = Algorithm<Model, cocod::comm::Threads, Schedule>;
     Model model(40, 6, 900 + static_cast<std::uint64_t>(comm.rank()));
     for (auto& v : model.x) v = 123.0;  // whatever the model held: the checkpoint's replaces it
-    Opt opt{comm, options};
+    auto opt = cocod_test::make<Opt>(comm, options);
     opt.resume_from(store);
     const cocod::Report report = opt.optimize(model, cocod::Steps{total_steps});
     keep<Opt>(out, m, comm.rank(), model, report);
@@ -120,7 +121,7 @@ Outcome resumed_run(const cocod::Checkpoints& store, const cocod::Options& optio
 }
 
 template <template <class...> class Algorithm>
-void check_bitwise_resume(const char* name, const cocod::Options& options = ::options) {
+void check_bitwise_resume(const char* name, const cocod_test::Setup& options = ::options) {
   CAPTURE(name);
   const Outcome whole = whole_run<Algorithm>(nullptr, options);
   REQUIRE(whole.steps == total_steps);
@@ -145,11 +146,11 @@ void check_bitwise_resume(const char* name, const cocod::Options& options = ::op
 /// Every worker's exception message from resuming `store` (empty: it resumed).
 template <class Make>
 std::vector<std::string> resume_errors(const cocod::Checkpoints& store, int n, Make make,
-                                       cocod::ResumeOptions ro = {}, cocod::Options o = options) {
+                                       cocod::ResumeOptions ro = {}, cocod_test::Setup o = options) {
   std::vector<std::string> errors(static_cast<std::size_t>(n));
   cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
     auto model = make(comm.rank());
-    cocod::Optimizer<decltype(model), cocod::comm::Threads, Schedule> opt{comm, o};
+    auto opt = cocod_test::make<cocod::Optimizer<decltype(model), cocod::comm::Threads, Schedule>>(comm, o);
     try {
       (void)opt.resume(model, store, cocod::Steps{total_steps}, ro);
     } catch (const cocod::CheckpointError& e) {
@@ -189,24 +190,23 @@ TEST_CASE("a run interrupted at the start, the middle or the last round resumes 
 TEST_CASE("the family's state resumes bit for bit: outer momentum, residuals, fragments, the anchor") {
   auto o = options;
   o.outer = cocod::Outer::diloco();
-  o.compress = cocod::Compression::int8;
-  o.compress_block = 4;
-  o.fragments = 3;
+  o.compress = {cocod::Compression::int8, 4};
+  o.fragments.count = 3;
   check_bitwise_resume<cocod::Optimizer>("cocod-family", o);
-  o.fragments = 1;
-  o.compress = cocod::Compression::bf16;
+  o.fragments.count = 1;
+  o.compress.format = cocod::Compression::bf16;
   check_bitwise_resume<cocod::LocalSGD>("local-family", o);
   auto overlap = options;
-  overlap.anchor_momentum = 0.7;
-  overlap.compress = cocod::Compression::fp16;
+  overlap.pull.anchor_momentum = 0.7;
+  overlap.compress.format = cocod::Compression::fp16;
   check_bitwise_resume<cocod::OverlapLocalSGD>("overlap", overlap);
   check_bitwise_resume<cocod::OverlapLocalSGD>("overlap-plain");
 }
 
-TEST_CASE("a checkpoint of other family options is refused, naming them") {
+TEST_CASE("a checkpoint of other settings is refused, naming the field; a setting the algorithm does not take may change") {
   const cocod::Checkpoints store(scratch("family-mismatch"));
   interrupted_run<cocod::Optimizer>(store, 2);
-  auto expect = [&](cocod::Options o, const std::string& message) {
+  auto expect = [&](const cocod_test::Setup& o, const std::string& message) {
     CAPTURE(message);
     for (const auto& e : resume_errors(store, workers, model_of, {}, o)) {
       CAPTURE(e);
@@ -214,20 +214,39 @@ TEST_CASE("a checkpoint of other family options is refused, naming them") {
     }
   };
   auto o = options;
-  o.compress = cocod::Compression::int8;
-  expect(o, "Options::compress differs (checkpoint: none, this run: int8)");
+  o.compress.format = cocod::Compression::int8;
+  expect(o, "Compress::format differs (checkpoint: none, this run: int8)");
+  o = options;
+  o.compress.block = 64;
+  expect(o, "Compress::block differs (checkpoint: 256, this run: 64)");
   o = options;
   o.outer = cocod::Outer::diloco();
-  expect(o, "Options::outer differs (checkpoint: none, this run: {0.69999999999999996, 0.90000000000000002, nesterov})");
+  expect(o, "Outer differs (checkpoint: none, this run: {learning_rate 0.69999999999999996, momentum 0.90000000000000002, nesterov true})");
   o = options;
-  o.pull_alpha = 0.5;  // an option of Overlap-Local-SGD only: still part of the run's identity
-  expect(o, "Options::pull_alpha differs (checkpoint: 0.20000000000000001, this run: 0.5)");
+  o.fragments.count = 2;
+  expect(o, "Fragments::count differs (checkpoint: 1, this run: 2)");
+  o = options;
+  o.options.seed = 12;
+  expect(o, "Options::seed differs (checkpoint: 11, this run: 12)");
+  o = options;
+  o.sgd.nesterov = true;
+  expect(o, "update::Sgd::nesterov differs (checkpoint: false, this run: true)");
+  // Overlap-Local-SGD's pull-back is no setting of CoCoD-SGD: a resume with another one works
+  o = options;
+  o.pull = {.alpha = 0.5, .anchor_momentum = 0.3};
+  for (const auto& e : resume_errors(store, workers, model_of, {}, o)) CHECK(e.empty());
+  // ... and so do the guard's settings and the report's bound, which are no part of a run's identity
+  o = options;
+  o.options.non_finite = cocod::NonFinite::skip;
+  o.options.max_skips = 5;
+  o.options.report_rounds = 10;
+  for (const auto& e : resume_errors(store, workers, model_of, {}, o)) CHECK(e.empty());
 }
 
 TEST_CASE("resume from an empty directory starts at step 0") {
   const cocod::Checkpoints store(scratch("empty"));
   Model model = model_of(0);
-  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, options};
+  auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Local>>(cocod::comm::Local{}, options);
   CHECK_FALSE(opt.resume(model, store, cocod::Steps{5}));
   CHECK(opt.steps_taken() == 0);
   CHECK(opt.finish(model).steps == 0);
@@ -288,7 +307,7 @@ TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and
   SUBCASE("another format version") {
     rewrite(file1, [](std::string& b) { b[8] = 7; });
     fix_manifest(file1);
-    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 3");
+    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 4");
   }
   SUBCASE("another scalar type") {
     expect(resume_errors(store, workers, [](int r) { return cocod_test::LeastSquares<float>(40, 6, 900 + static_cast<std::uint64_t>(r)); }),
@@ -303,8 +322,8 @@ TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and
   }
   SUBCASE("other options") {
     auto o = options;
-    o.momentum = 0.5;
-    expect(resume_errors(store, workers, same, {}, o), "Options::momentum differs (checkpoint: 0.90000000000000002, this run: 0.5)");
+    o.sgd.momentum = 0.5;
+    expect(resume_errors(store, workers, same, {}, o), "update::Sgd::momentum differs (checkpoint: 0.90000000000000002, this run: 0.5)");
   }
   SUBCASE("a missing worker file") {
     fs::remove(file1);
@@ -361,7 +380,7 @@ TEST_CASE("the store keeps the newest K complete checkpoints and ignores folders
 TEST_CASE("save() between rounds only") {
   const cocod::Checkpoints store(scratch("mid-round"));
   Model model = model_of(0);
-  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, options};
+  auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Local>>(cocod::comm::Local{}, options);
   opt.begin(model, cocod::Steps{10});
   opt.step(model, opt.next_batch());
   CHECK_THROWS_WITH_AS(opt.save(model, store), doctest::Contains("save() between rounds only"), std::logic_error);
@@ -434,7 +453,7 @@ TEST_CASE("an elastic resume: 3 workers saved, 2 continue from the consensus and
   std::vector<std::vector<double>> start(2);
   cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
     Model model = model_of(comm.rank());
-    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
     REQUIRE(opt.resume(model, store, cocod::Steps{total_steps}, {.workers_may_change = true}));
     start[static_cast<std::size_t>(comm.rank())] = model.x;
     steps[static_cast<std::size_t>(comm.rank())] = opt.steps_taken();
@@ -443,7 +462,7 @@ TEST_CASE("an elastic resume: 3 workers saved, 2 continue from the consensus and
   });
   CHECK(start[0] == consensus);
   CHECK(start[1] == consensus);
-  CHECK(steps[0] == 4 * options.period);
+  CHECK(steps[0] == 4 * options.options.period);
 }
 
 TEST_CASE("an adaptive schedule resumes from its saved plan") {
@@ -495,7 +514,7 @@ TEST_CASE("callbacks::Checkpoint saves every R rounds, or every T seconds at the
     cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
       using Opt = cocod::Optimizer<Model, cocod::comm::Threads, Schedule>;
       Model model = model_of(comm.rank());
-      Opt opt{comm, options};
+      auto opt = cocod_test::make<Opt>(comm, options);
       cocod::callbacks::Checkpoint save{opt, model, store, every};
       const auto report = opt.optimize(model, cocod::Steps{total_steps}, save);
       saves[static_cast<std::size_t>(comm.rank())] = save.saves();
@@ -516,7 +535,7 @@ TEST_CASE("callbacks::Checkpoint saves every R rounds, or every T seconds at the
     CHECK(saves == std::vector<std::size_t>(workers, saves[0]));
   }
   Model model = model_of(0);
-  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, options};
+  auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Local>>(cocod::comm::Local{}, options);
   const cocod::Checkpoints store(scratch("unused"));
   CHECK_THROWS_WITH_AS((cocod::callbacks::Checkpoint{opt, model, store, {}}),
                        "cocod::callbacks::CheckpointEvery: rounds or seconds must be > 0 (got rounds = 0, seconds = 0)",
@@ -540,9 +559,9 @@ TEST_CASE("a bounded report keeps the latest rounds; callbacks see every round; 
     void on_round(const cocod::RoundStats&) { ++rounds; }
   };
   Model model = model_of(0);
-  auto o = options;
+  auto o = options.options;
   o.report_rounds = 3;
-  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, o};
+  cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, o, options.sgd};
   Count count;
   const auto report = opt.optimize(model, cocod::Steps{31}, count);  // 10 full rounds and a partial one
   CHECK(count.rounds == 11);
@@ -552,7 +571,7 @@ TEST_CASE("a bounded report keeps the latest rounds; callbacks see every round; 
   CHECK(report.rounds.front().round == 8);
   CHECK(std::isfinite(report.median_round_s()));
   o.report_rounds = 0;  // all
-  cocod::Optimizer<Model, cocod::comm::Local> all{cocod::comm::Local{}, o};
+  cocod::Optimizer<Model, cocod::comm::Local> all{cocod::comm::Local{}, o, options.sgd};
   CHECK(all.optimize(model, cocod::Steps{31}).rounds.size() == 11);
 }
 
@@ -562,7 +581,7 @@ TEST_CASE("workers that name different directories: the same error on every work
   std::vector<std::string> errors(workers);
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     Model model = model_of(comm.rank());
-    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
     try {
       (void)opt.resume(model, comm.rank() == 0 ? with : without, cocod::Steps{total_steps});
     } catch (const cocod::CheckpointError& e) {
@@ -586,7 +605,7 @@ struct Opaque {
     }
   };
   template <class Backend, class T>
-  State<Backend, T> start(const cocod::Options&, std::size_t) const {
+  State<Backend, T> start(std::size_t) const {
     return {};
   }
 };
@@ -595,7 +614,7 @@ struct Opaque {
 TEST_CASE("a part that does not say what it holds compiles with optimize(), and cannot be checkpointed") {
   Model model = model_of(0);
   using Opt = cocod::Optimizer<Model, cocod::comm::Local, cocod::schedule::Fixed<>, Opaque>;
-  Opt opt{cocod::comm::Local{}, options};
+  Opt opt{cocod::comm::Local{}, options.options};
   CHECK(opt.optimize(model, cocod::Steps{6}).steps == 6);
   const cocod::Checkpoints store(scratch("opaque"));
   opt.begin(model, cocod::Steps{6});
@@ -627,21 +646,21 @@ TEST_CASE("a stop asked for at a checkpointed round end is in the checkpoint: th
     std::vector<double> whole_x, resumed_x;
     cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // uninterrupted, with the stop
       Model model = model_of(comm.rank());
-      cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+      auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
       const auto report = opt.optimize(model, cocod::Steps{total_steps}, StopAt{ask});
       if (comm.rank() == 0) whole_steps = report.steps, whole_x = model.x;
     });
     REQUIRE(whole_steps < total_steps);
     CHECK_THROWS(cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // crashes after the save at `ask`
       Model model = model_of(comm.rank());
-      cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+      auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
       cocod::callbacks::Checkpoint save{opt, model, store, {.rounds = 1}};
       opt.optimize(model, cocod::Steps{total_steps}, StopAt{ask}, save, CrashAfter{ask});
     }));
     REQUIRE(store.latest()->round == ask + 1);
     cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // resumed, without the stop callback
       Model model = model_of(comm.rank());
-      cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+      auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
       opt.resume_from(store);
       const auto report = opt.optimize(model, cocod::Steps{total_steps});
       if (comm.rank() == 0) resumed_steps = report.steps, resumed_x = model.x;
@@ -656,9 +675,9 @@ TEST_CASE("saving twice at one round end, and over a later checkpoint of another
   interrupted_run<cocod::Optimizer>(store, 5);  // another run's checkpoint at round 5
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     Model model = model_of(comm.rank());
-    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
     opt.begin(model, cocod::Steps{total_steps});
-    while (opt.steps_taken() < 2 * options.period) opt.step(model, opt.next_batch());
+    while (opt.steps_taken() < 2 * options.options.period) opt.step(model, opt.next_batch());
     opt.save(model, store);
     opt.save(model, store);
   });

@@ -18,7 +18,8 @@ Model make(int rank) { return Model(90, 7, 900 + static_cast<std::uint64_t>(rank
 /// The plain simulation: N workers in one thread. Returns each worker's model after every round
 /// and, last, after finish.
 enum class Algo { cocod, local, sync };
-std::vector<Models> simulate(Algo algo, int n, const cocod::Options& o, std::size_t rounds) {
+std::vector<Models> simulate(Algo algo, int n, const cocod_test::Setup& setup, std::size_t rounds) {
+  const cocod::Options& o = setup.options;
   const auto N = static_cast<std::size_t>(n);
   std::vector<Model> models;
   std::vector<cocod_test::PlainSgd<T>> sgd;
@@ -28,7 +29,7 @@ std::vector<Models> simulate(Algo algo, int n, const cocod::Options& o, std::siz
   for (int i = 0; i < n; ++i) total += o.speeds[static_cast<std::size_t>(i)];
   for (std::size_t i = 0; i < N; ++i) {
     models.push_back(make(static_cast<int>(i)));
-    sgd.push_back({static_cast<T>(o.momentum), static_cast<T>(o.weight_decay), o.nesterov, {}});
+    sgd.push_back({static_cast<T>(setup.sgd.momentum), static_cast<T>(setup.sgd.weight_decay), setup.sgd.nesterov, {}});
     samplers.emplace_back(models[i].num_samples(), o.seed, static_cast<int>(i));
     M[i] = static_cast<std::size_t>(std::round(static_cast<double>(N * o.batch_size) * o.speeds[i] / total));
   }
@@ -94,13 +95,13 @@ std::vector<Models> simulate(Algo algo, int n, const cocod::Options& o, std::siz
 }
 
 template <template <class...> class Algorithm>
-std::vector<Models> run_library(int n, const cocod::Options& o, std::size_t rounds) {
+std::vector<Models> run_library(int n, const cocod_test::Setup& s, std::size_t rounds) {
   const auto N = static_cast<std::size_t>(n);
   std::vector<Models> history(rounds + 1, Models(N));
   cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
     Model model = make(comm.rank());
-    Algorithm<Model, cocod::comm::Threads> opt{comm, o};
+    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads>>(comm, s);
     opt.begin(model);
     std::size_t round = 0;
     while (round < rounds) {
@@ -126,22 +127,22 @@ void compare(const std::vector<Models>& expected, const std::vector<Models>& act
 }  // namespace
 
 TEST_CASE("CoCoD-SGD matches a plain recomputation: 2 workers, momentum") {
-  const cocod::Options o{.learning_rate = 0.03, .momentum = 0.9, .period = 3, .batch_size = 5,
-                         .speeds = {1.0, 1.0}, .seed = 21};
+  const cocod_test::Setup o{{.learning_rate = 0.03, .period = 3, .batch_size = 5, .speeds = {1.0, 1.0}, .seed = 21},
+                            {.momentum = 0.9}};
   const auto expected = simulate(Algo::cocod, 2, o, 6);
   compare(expected, run_library<cocod::Optimizer>(2, o, 6));
   CHECK(expected[2][0] != expected[2][1]);  // the workers' models really differ between rounds
 }
 
 TEST_CASE("CoCoD-SGD matches a plain recomputation: 3 workers, unequal batches, Nesterov, weight decay") {
-  const cocod::Options o{.learning_rate = 0.02, .momentum = 0.8, .nesterov = true, .weight_decay = 1e-3,
-                         .period = 4, .batch_size = 4, .speeds = {1.0, 2.0, 1.5}, .seed = 22};
+  const cocod_test::Setup o{{.learning_rate = 0.02, .period = 4, .batch_size = 4, .speeds = {1.0, 2.0, 1.5}, .seed = 22},
+                            {.momentum = 0.8, .nesterov = true, .weight_decay = 1e-3}};
   compare(simulate(Algo::cocod, 3, o, 5), run_library<cocod::Optimizer>(3, o, 5));
 }
 
 TEST_CASE("Local-SGD and S-SGD match their plain recomputations: 3 workers") {
-  const cocod::Options o{.learning_rate = 0.02, .momentum = 0.5, .period = 3, .batch_size = 4,
-                         .speeds = {3.0, 2.0, 1.0}, .seed = 23};
+  const cocod_test::Setup o{{.learning_rate = 0.02, .period = 3, .batch_size = 4, .speeds = {3.0, 2.0, 1.0}, .seed = 23},
+                            {.momentum = 0.5}};
   compare(simulate(Algo::local, 3, o, 4), run_library<cocod::LocalSGD>(3, o, 4));
   compare(simulate(Algo::sync, 3, o, 4), run_library<cocod::SyncSGD>(3, o, 4));
 }

@@ -86,17 +86,18 @@ TEST_CASE_TEMPLATE("each device kernel equals its CPU twin", T, float, double) {
 namespace {
 
 template <template <class...> class Algorithm, template <class> class Flavor, class T, class Comm>
-std::vector<T> train(Comm comm, const cocod::Options& o) {
+std::vector<T> train(Comm comm, const cocod_test::Setup& o) {
   Flavor<T> model(120, 13, 40 + static_cast<std::uint64_t>(comm.rank()));
-  Algorithm<Flavor<T>, Comm> opt{comm, o};
+  auto opt = cocod_test::make<Algorithm<Flavor<T>, Comm>>(comm, o);
   opt.optimize(model, cocod::Steps{23});
   return model.values();
 }
 
 template <template <class...> class Algorithm, class T>
-void compare_flavors(int workers, void (*edit)(cocod::Options&) = nullptr) {
-  cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .weight_decay = 1e-3, .period = 3, .batch_size = 6,
-                   .speeds = std::vector<double>(static_cast<std::size_t>(workers), 1.0), .seed = 8};
+void compare_flavors(int workers, void (*edit)(cocod_test::Setup&) = nullptr) {
+  cocod_test::Setup o{{.learning_rate = 0.02, .period = 3, .batch_size = 6,
+                       .speeds = std::vector<double>(static_cast<std::size_t>(workers), 1.0), .seed = 8},
+                      {.momentum = 0.9, .weight_decay = 1e-3}};
   if (edit) edit(o);
   std::vector<T> host, device;
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
@@ -126,19 +127,17 @@ TEST_CASE_TEMPLATE("every algorithm trains device parameters like host parameter
 TEST_CASE_TEMPLATE("the family's rules train device parameters like host parameters", T, float, double) {
   for (int workers : {1, 3}) {
     CAPTURE(workers);
-    compare_flavors<cocod::OverlapLocalSGD, T>(workers, [](cocod::Options& o) { o.anchor_momentum = 0.5; });
-    compare_flavors<cocod::LocalSGD, T>(workers, [](cocod::Options& o) { o.outer = cocod::Outer::diloco(); });
-    compare_flavors<cocod::Optimizer, T>(workers, [](cocod::Options& o) {
+    compare_flavors<cocod::OverlapLocalSGD, T>(workers, [](cocod_test::Setup& o) { o.pull.anchor_momentum = 0.5; });
+    compare_flavors<cocod::LocalSGD, T>(workers, [](cocod_test::Setup& o) { o.outer = cocod::Outer::diloco(); });
+    compare_flavors<cocod::Optimizer, T>(workers, [](cocod_test::Setup& o) {
       o.outer = cocod::Outer::diloco();
-      o.fragments = 3;
+      o.fragments.count = 3;
     });
-    compare_flavors<cocod::Optimizer, T>(workers, [](cocod::Options& o) {
-      o.fragments = 2;
-      o.fragment_merge = cocod::FragmentMerge::lerp;
-      o.compress = cocod::Compression::int8;
-      o.compress_block = 8;
+    compare_flavors<cocod::Optimizer, T>(workers, [](cocod_test::Setup& o) {
+      o.fragments = {.count = 2, .merge = cocod::FragmentMerge::lerp};
+      o.compress = {cocod::Compression::int8, 8};
     });
-    compare_flavors<cocod::LocalSGD, T>(workers, [](cocod::Options& o) { o.compress = cocod::Compression::bf16; });
+    compare_flavors<cocod::LocalSGD, T>(workers, [](cocod_test::Setup& o) { o.compress.format = cocod::Compression::bf16; });
   }
   // each new kernel equals its CPU twin
   using cocod::backend::cpu;
@@ -169,7 +168,7 @@ TEST_CASE_TEMPLATE("the family's rules train device parameters like host paramet
 }
 
 TEST_CASE("device parameters on comm::Local and on a throttled link") {
-  const cocod::Options o{.learning_rate = 0.05, .period = 4, .batch_size = 5};
+  const cocod_test::Setup o{{.learning_rate = 0.05, .period = 4, .batch_size = 5}};
   check_close(train<cocod::Optimizer, DeviceLeastSquares, float>(cocod::comm::Local{}, o),
               train<cocod::Optimizer, HostLeastSquares, float>(cocod::comm::Local{}, o));
   std::vector<double> host, device;

@@ -127,7 +127,8 @@ TEST_CASE("a short MLP run on Fashion-MNIST lowers the loss") {
   CHECK(train.count == 60000);
   fmnist::Network net(fmnist::shard(train, 0, 20, false, 1), fmnist::mlp_sizes(), 1);  // 3000 samples
   cocod::Optimizer<fmnist::Network, cocod::comm::Local> opt{cocod::comm::Local{},
-                                                            {.learning_rate = 0.05, .momentum = 0.9, .period = 5, .batch_size = 64}};
+                                                            {.learning_rate = 0.05, .period = 5, .batch_size = 64},
+                                                            cocod::update::Sgd{.momentum = 0.9}};
   const auto report = opt.optimize(net, cocod::Epochs{2});
   CHECK(report.rounds.back().loss < 0.7 * report.rounds.front().loss);
 }

@@ -43,7 +43,7 @@ long counted(Comm& comm) {
 template <template <class...> class Algorithm, class Comm, class Schedule = cocod::schedule::Fixed<>>
 long allocations_during_steps(Comm comm, Schedule schedule = {}, cocod::trace::Lane* lane = nullptr) {
   Model model(256, 32, 3 + static_cast<std::uint64_t>(comm.rank()));
-  Algorithm<Model, Comm, Schedule> opt{comm, {.learning_rate = 0.01, .momentum = 0.9, .period = 4, .batch_size = 16}, schedule};
+  Algorithm<Model, Comm, Schedule> opt{comm, {.learning_rate = 0.01, .period = 4, .batch_size = 16}, schedule, cocod::update::Sgd{.momentum = 0.9}};
   opt.trace(lane);
   opt.begin(model, cocod::Steps{200});
   for (int i = 0; i < 8; ++i) opt.step(model, opt.next_batch());  // warm-up: two full rounds

@@ -109,7 +109,7 @@ using History = std::vector<std::vector<double>>;  // the model after each round
 template <template <class...> class Algorithm, class Comm>
 History history(Comm comm, const cocod::Options& o, std::size_t rounds) {
   Model model(60, 9, 300 + static_cast<std::uint64_t>(comm.rank()));
-  Algorithm<Model, Comm> opt{comm, o};
+  Algorithm<Model, Comm> opt{comm, o, cocod::update::Sgd{.momentum = 0.9}};
   History h;
   opt.begin(model);
   while (h.size() < rounds) {
@@ -124,7 +124,7 @@ History history(Comm comm, const cocod::Options& o, std::size_t rounds) {
 template <template <class...> class Algorithm>
 void check_same_as_threads(const MpiOptions& design) {
   Mpi comm = with(design);
-  const cocod::Options o{.learning_rate = 0.03, .momentum = 0.9, .period = 3, .batch_size = 4,
+  const cocod::Options o{.learning_rate = 0.03, .period = 3, .batch_size = 4,
                          .speeds = std::vector<double>(static_cast<std::size_t>(comm.size()), 1.0), .seed = 5};
   auto speeds = o;
   for (int i = 0; i < comm.size(); ++i) speeds.speeds[static_cast<std::size_t>(i)] = 1.0 + i;  // unequal batches

@@ -19,12 +19,13 @@ cocod::comm::Mpi* world = nullptr;
 
 template <template <class...> class Algorithm>
 void check() {
-  const cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .period = 3, .batch_size = 6, .seed = 4};
+  const cocod::Options o{.learning_rate = 0.02, .period = 3, .batch_size = 6, .seed = 4};
+  const cocod::update::Sgd sgd{.momentum = 0.9};
   const auto seed = 60 + static_cast<std::uint64_t>(world->rank());
   cocod_test::LeastSquares<double> host(90, 11, seed);
   cocod_test::DeviceLeastSquares<double> device(90, 11, seed);
-  Algorithm<cocod_test::LeastSquares<double>, cocod::comm::Mpi>{*world, o}.optimize(host, cocod::Steps{20});
-  Algorithm<cocod_test::DeviceLeastSquares<double>, cocod::comm::Mpi>{*world, o}.optimize(device, cocod::Steps{20});
+  Algorithm<cocod_test::LeastSquares<double>, cocod::comm::Mpi>{*world, o, sgd}.optimize(host, cocod::Steps{20});
+  Algorithm<cocod_test::DeviceLeastSquares<double>, cocod::comm::Mpi>{*world, o, sgd}.optimize(device, cocod::Steps{20});
   const std::vector<double> d(device.x.begin(), device.x.end());
   double worst = 0;
   for (std::size_t i = 0; i < d.size(); ++i) worst = std::max(worst, std::abs(d[i] - host.x[i]));

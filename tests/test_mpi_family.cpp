@@ -26,9 +26,9 @@ struct Run {
 };
 
 template <template <class...> class Algorithm, class Comm>
-Run run(Comm comm, const cocod::Options& o) {
+Run run(Comm comm, const cocod_test::Setup& o) {
   Model model = model_of(comm.rank());
-  Algorithm<Model, Comm> opt{comm, o};
+  auto opt = cocod_test::make<Algorithm<Model, Comm>>(comm, o);
   const auto report = opt.optimize(model, cocod::Steps{26});
   return {model.x, report.total(&cocod::RoundStats::bytes_sent)};
 }
@@ -38,7 +38,7 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 template <template <class...> class Algorithm>
-void check(const char* name, const cocod::Options& o) {
+void check(const char* name, const cocod_test::Setup& o) {
   CAPTURE(name);
   Run threads;
   cocod::comm::Threads::run(world->size(), [&](cocod::comm::Threads t) {
@@ -55,9 +55,8 @@ void check(const char* name, const cocod::Options& o) {
   }
 }
 
-cocod::Options base() {
-  return cocod::Options{.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 4, .seed = 9,
-                        .compress_block = 4};
+cocod_test::Setup base() {
+  return {.options = {.learning_rate = 0.05, .period = 3, .batch_size = 4, .seed = 9}, .sgd = {.momentum = 0.9}, .compress = {.block = 4}};
 }
 }  // namespace
 
@@ -70,28 +69,28 @@ TEST_CASE("outer optimizers over MPI equal comm::Threads bit for bit") {
 
 TEST_CASE("Overlap-Local-SGD over MPI equals comm::Threads bit for bit") {
   auto o = base();
-  o.anchor_momentum = 0.7;
+  o.pull.anchor_momentum = 0.7;
   check<cocod::OverlapLocalSGD>("overlap", o);
 }
 
 TEST_CASE("every compression format over MPI equals comm::Threads bit for bit") {
   for (const auto format : {cocod::Compression::bf16, cocod::Compression::fp16, cocod::Compression::int8}) {
     auto o = base();
-    o.compress = format;
+    o.compress.format = format;
     check<cocod::LocalSGD>("local", o);
     check<cocod::Optimizer>("cocod", o);
     check<cocod::OverlapLocalSGD>("overlap", o);
     o.outer = cocod::Outer::diloco();
-    o.fragments = 3;
+    o.fragments.count = 3;
     check<cocod::Optimizer>("cocod + outer + 3 fragments", o);
   }
 }
 
 TEST_CASE("streamed fragments over MPI equal comm::Threads bit for bit") {
   auto o = base();
-  o.fragments = 4;
+  o.fragments.count = 4;
   check<cocod::Optimizer>("add-back", o);
-  o.fragment_merge = cocod::FragmentMerge::lerp;
+  o.fragments.merge = cocod::FragmentMerge::lerp;
   check<cocod::Optimizer>("lerp", o);
 }
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 #include <cocod/comm/mpi.hpp>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,8 @@ namespace {
 using cocod::comm::Mpi;
 using Model = cocod_test::LeastSquares<double>;
 using Schedule = cocod::schedule::Fixed<cocod::lr::Cosine>;
-const cocod::Options options{.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 4, .seed = 3};
+const cocod::Options options{.learning_rate = 0.05, .period = 3, .batch_size = 4, .seed = 3};
+const cocod::update::Sgd sgd{.momentum = 0.9};
 constexpr std::size_t total_steps = 22;
 Mpi* world = nullptr;
 
@@ -48,7 +51,7 @@ struct Run {
 template <template <class...> class Algorithm, class Comm>
 Run run(Comm comm, int mode, const cocod::Checkpoints* store = nullptr, std::size_t round = 0) {
   Model model = model_of(comm.rank());
-  Algorithm<Model, Comm, Schedule> opt{comm, options};
+  Algorithm<Model, Comm, Schedule> opt{comm, options, sgd};
   if (mode == 2) {
     for (auto& v : model.x) v = -7.0;
     REQUIRE(opt.resume(model, *store, cocod::Steps{total_steps}));
@@ -115,7 +118,7 @@ TEST_CASE("a corrupt worker file is the same error on every rank, and the store 
   }
   world->all_reduce(std::span<double>(token));
   Model model = model_of(world->rank());
-  cocod::Optimizer<Model, Mpi, Schedule> opt{*world, options};
+  cocod::Optimizer<Model, Mpi, Schedule> opt{*world, options, sgd};
   std::string error;
   try {
     (void)opt.resume(model, store, cocod::Steps{total_steps});
@@ -149,7 +152,7 @@ void check_non_finite(const char* name) {
     model.bad = world->rank() == world->size() - 1;
     auto o = options;
     o.non_finite = policy;
-    Algorithm<Flaky, Mpi> opt{*world, o};
+    Algorithm<Flaky, Mpi> opt{*world, o, sgd};
     std::string error;
     std::size_t skipped = 0;
     try {
@@ -179,6 +182,59 @@ TEST_CASE("a NaN on one rank: every rank raises the same error or skips, no mode
   check_non_finite<cocod::SyncSGD>("ssgd");
   check_non_finite<cocod::LocalSGD>("local");
   check_non_finite<cocod::PipeSGD>("pipe");
+}
+
+namespace {
+// An algorithm of one's own that knows nothing of the guard: its round end scales, reduces and
+// copies, and never acknowledges a partial result.
+template <class Ops>
+class Unaware {
+  using T = typename Ops::scalar_type;
+  using B = typename Ops::backend_type;
+  using Span = typename Ops::span_type;
+
+ public:
+  static constexpr const char* name = "unaware";
+  void begin(Ops& ops, Span x) {
+    gradient_.resize(x.size());
+    ops.prepare(send_, {.name = "send", .size = x.size()});
+  }
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    ops.gradient(batch, gradient_.span());
+    ops.update(x, gradient_.span(), lr);
+  }
+  void end_round(Ops& ops, Span x) {
+    scale(B{}, send_.model(), x, ops.weight());
+    (void)ops.reduce(send_);
+    copy(B{}, x, send_.model());
+  }
+  void finish(Ops&, Span) {}
+  template <class Archive>
+  void serialize(Archive&) {}
+
+ private:
+  cocod::backend::buffer<B, T> gradient_;
+  typename Ops::exchange_type send_;
+};
+}  // namespace
+
+TEST_CASE("an algorithm that does not acknowledge a partial result: the same NonFiniteError on every rank") {
+  Flaky model(40, 6, 50 + static_cast<std::uint64_t>(world->rank()));
+  model.bad = world->rank() == world->size() - 1;
+  cocod::Trainer<Unaware, Flaky, Mpi> opt{*world, options, sgd};
+  std::string error;
+  try {
+    opt.optimize(model, cocod::Steps{30});
+  } catch (const cocod::NonFiniteError& e) {
+    error = e.what();
+  }
+  if (world->size() == 1) return;  // (alone, every contribution is withheld: no finite consensus)
+  CHECK(error.find("rank " + std::to_string(world->size() - 1) + " had a non-finite loss at step 7") != std::string::npos);
+  CHECK(error.find("unaware did not acknowledge the partial result") != std::string::npos);
+  std::vector<double> mine{static_cast<double>(std::hash<std::string>{}(error) % (std::size_t{1} << 40))}, all = mine;
+  world->all_reduce(std::span<double>(all));
+  CHECK(all[0] == mine[0] * world->size());  // the same message on every rank
+  for (double v : model.x) CHECK(std::isfinite(v));
 }
 
 int main(int argc, char** argv) {

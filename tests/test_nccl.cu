@@ -68,18 +68,19 @@ TEST_CASE("NCCL all_to_all and all_gather of device bytes") {
 TEST_CASE("CoCoD-SGD on NCCL agrees with comm::Threads on the same device parameters") {
   const auto devices = all_devices();
   const int N = static_cast<int>(devices.size());
-  const cocod::Options o{.learning_rate = 0.02, .momentum = 0.9, .period = 3, .batch_size = 8, .seed = 3};
+  const cocod::Options o{.learning_rate = 0.02, .period = 3, .batch_size = 8, .seed = 3};
+  const cocod::update::Sgd sgd{.momentum = 0.9};
   std::vector<std::vector<double>> nccl(static_cast<std::size_t>(N)), threads(static_cast<std::size_t>(N));
   cocod::comm::Nccl::run(devices, [&](cocod::comm::Nccl comm) {
     cocod_test::DeviceLeastSquares<double> m(100, 11, 7 + static_cast<std::uint64_t>(comm.rank()));
-    cocod::Optimizer<cocod_test::DeviceLeastSquares<double>, cocod::comm::Nccl> opt{comm, o};
+    cocod::Optimizer<cocod_test::DeviceLeastSquares<double>, cocod::comm::Nccl> opt{comm, o, sgd};
     opt.optimize(m, cocod::Rounds{6});
     nccl[static_cast<std::size_t>(comm.rank())] = std::vector<double>(m.x.begin(), m.x.end());
   });
   cocod::comm::Threads::run(N, [&](cocod::comm::Threads comm) {
     cudaSetDevice(devices[static_cast<std::size_t>(comm.rank())]);
     cocod_test::DeviceLeastSquares<double> m(100, 11, 7 + static_cast<std::uint64_t>(comm.rank()));
-    cocod::Optimizer<cocod_test::DeviceLeastSquares<double>, cocod::comm::Threads> opt{comm, o};
+    cocod::Optimizer<cocod_test::DeviceLeastSquares<double>, cocod::comm::Threads> opt{comm, o, sgd};
     opt.optimize(m, cocod::Rounds{6});
     threads[static_cast<std::size_t>(comm.rank())] = std::vector<double>(m.x.begin(), m.x.end());
   });

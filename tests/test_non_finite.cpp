@@ -40,7 +40,7 @@ struct Outcome {
 };
 
 template <template <class...> class Algorithm>
-Outcome run(cocod::Options o, int bad_rank, std::size_t nan_from, std::size_t nan_to, int workers = 3) {
+Outcome run(const cocod_test::Setup& o, int bad_rank, std::size_t nan_from, std::size_t nan_to, int workers = 3) {
   Outcome out{std::vector<std::string>(static_cast<std::size_t>(workers)),
               std::vector<std::vector<double>>(static_cast<std::size_t>(workers)), 0, 0};
   std::mutex m;
@@ -50,7 +50,7 @@ Outcome run(cocod::Options o, int bad_rank, std::size_t nan_from, std::size_t na
     model.bad_rank = bad_rank;
     model.nan_from = nan_from;
     model.nan_to = nan_to;
-    Algorithm<Flaky, cocod::comm::Threads> opt{comm, o};
+    auto opt = cocod_test::make<Algorithm<Flaky, cocod::comm::Threads>>(comm, o);
     const auto r = static_cast<std::size_t>(comm.rank());
     try {
       const auto report = opt.optimize(model, cocod::Steps{40});
@@ -73,10 +73,10 @@ bool finite(const std::vector<double>& x) {
   return true;
 }
 
-const cocod::Options base{.learning_rate = 0.05, .momentum = 0.9, .period = 4, .batch_size = 4, .seed = 2};
+const cocod_test::Setup base{{.learning_rate = 0.05, .period = 4, .batch_size = 4, .seed = 2}, {.momentum = 0.9}};
 
 template <template <class...> class Algorithm>
-void check(const char* name, const cocod::Options& base = ::base) {
+void check(const char* name, const cocod_test::Setup& base = ::base) {
   CAPTURE(name);
   SUBCASE("raise: the same NonFiniteError on every worker, naming the rank and the step; the model finite") {
     const Outcome o = run<Algorithm>(base, 1, 9, 10);
@@ -89,7 +89,7 @@ void check(const char* name, const cocod::Options& base = ::base) {
   }
   SUBCASE("skip: the run goes on, the skip is counted, the model is finite") {
     auto opt = base;
-    opt.non_finite = cocod::NonFinite::skip;
+    opt.options.non_finite = cocod::NonFinite::skip;
     const Outcome o = run<Algorithm>(opt, 2, 9, 10);
     for (const auto& e : o.errors) CHECK(e.empty());
     CHECK(o.skipped == 1);
@@ -98,8 +98,8 @@ void check(const char* name, const cocod::Options& base = ::base) {
   }
   SUBCASE("skip: max_skips consecutive skips raise") {
     auto opt = base;
-    opt.non_finite = cocod::NonFinite::skip;
-    opt.max_skips = 2;
+    opt.options.non_finite = cocod::NonFinite::skip;
+    opt.options.max_skips = 2;
     const Outcome o = run<Algorithm>(opt, 0, 5, 1000);  // NaN from step 5 on, for good
     for (const auto& e : o.errors) {
       CAPTURE(e);
@@ -109,13 +109,13 @@ void check(const char* name, const cocod::Options& base = ::base) {
   }
   SUBCASE("without a NaN the guard changes no bit") {
     auto off = base;
-    off.non_finite = cocod::NonFinite::off;
+    off.options.non_finite = cocod::NonFinite::off;
     const Outcome guarded = run<Algorithm>(base, -1, 0, 0), plain = run<Algorithm>(off, -1, 0, 0);
     CHECK(guarded.x == plain.x);
   }
   SUBCASE("off: the NaN spreads to every worker") {
     auto off = base;
-    off.non_finite = cocod::NonFinite::off;
+    off.options.non_finite = cocod::NonFinite::off;
     const Outcome o = run<Algorithm>(off, 1, 9, 10);
     for (const auto& x : o.x) CHECK_FALSE(finite(x));
   }
@@ -131,22 +131,22 @@ TEST_CASE("non-finite values: the family's options") {
   auto o = ::base;
   o.outer = cocod::Outer::diloco();
   check<cocod::LocalSGD>("local + outer", o);
-  o.compress = cocod::Compression::int8;
+  o.compress.format = cocod::Compression::int8;
   check<cocod::LocalSGD>("local + outer + int8", o);
-  o.fragments = 2;
+  o.fragments.count = 2;
   check<cocod::Optimizer>("cocod + outer + int8 + 2 fragments", o);
-  o.fragments = 1;
+  o.fragments.count = 1;
   check<cocod::Optimizer>("cocod + outer + int8", o);
   auto overlap = ::base;
-  overlap.compress = cocod::Compression::bf16;
-  overlap.anchor_momentum = 0.5;
+  overlap.compress.format = cocod::Compression::bf16;
+  overlap.pull.anchor_momentum = 0.5;
   check<cocod::OverlapLocalSGD>("overlap + bf16", overlap);
 }
 
 TEST_CASE("one worker whose every contribution is non-finite: an error, whatever the policy") {
   for (const auto policy : {cocod::NonFinite::raise, cocod::NonFinite::skip}) {
     auto o = base;
-    o.non_finite = policy;
+    o.options.non_finite = policy;
     const Outcome out = run<cocod::LocalSGD>(o, 0, 3, 1000, 1);
     CHECK(out.errors[0].find("no finite consensus is left") != std::string::npos);
   }
@@ -187,8 +187,8 @@ TEST_CASE("a NaN in the final average: NonFiniteError from finish(), and the opt
       model.nan_from = 9;  // the last of 10 steps, in a partial round: the final average sees it
       model.nan_to = 10;
       auto o = base;
-      o.non_finite = policy;
-      cocod::LocalSGD<Flaky, cocod::comm::Threads> opt{comm, o};
+      o.options.non_finite = policy;
+      cocod::LocalSGD<Flaky, cocod::comm::Threads> opt{comm, o.options, o.sgd};
       try {
         opt.optimize(model, cocod::Steps{10});
       } catch (const cocod::NonFiniteError& e) {
@@ -198,5 +198,69 @@ TEST_CASE("a NaN in the final average: NonFiniteError from finish(), and the opt
     });
     for (const auto& e : errors) CHECK(e.find("rank 1 had a non-finite loss at step 9") != std::string::npos);
     CHECK(again == std::vector<std::size_t>{4, 4});
+  }
+}
+
+namespace {
+// An algorithm of one's own that knows nothing of the guard: its round end scales, reduces and
+// copies, as the operations allow, and never acknowledges a partial result.
+template <class Ops>
+class Unaware {
+  using T = typename Ops::scalar_type;
+  using B = typename Ops::backend_type;
+  using Span = typename Ops::span_type;
+
+ public:
+  static constexpr const char* name = "unaware";
+  void begin(Ops& ops, Span x) {
+    gradient_.resize(x.size());
+    ops.prepare(send_, {.name = "send", .size = x.size()});
+  }
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    ops.gradient(batch, gradient_.span());
+    ops.update(x, gradient_.span(), lr);
+  }
+  void end_round(Ops& ops, Span x) {
+    scale(B{}, send_.model(), x, ops.weight());
+    (void)ops.reduce(send_);
+    copy(B{}, x, send_.model());
+  }
+  void finish(Ops&, Span) {}
+  template <class Archive>
+  void serialize(Archive&) {}
+
+ private:
+  cocod::backend::buffer<B, T> gradient_;
+  typename Ops::exchange_type send_;
+};
+
+/// x stays 1 (a zero gradient); the loss of rank 1 is NaN at its step 2.
+auto constant_model(int rank) {
+  return cocod::make_model(std::vector<double>{1.0}, 8, [rank, step = std::size_t{0}](std::span<const std::size_t>, std::span<const double>, std::span<double> g) mutable {
+    g[0] = 0.0;
+    return rank == 1 && step++ == 2 ? std::numeric_limits<double>::quiet_NaN() : 1.0;
+  });
+}
+}  // namespace
+
+TEST_CASE("an algorithm that does not acknowledge a partial result: NonFiniteError on every worker, the model at the finite consensus") {
+  for (const auto policy : {cocod::NonFinite::raise, cocod::NonFinite::skip}) {
+    std::vector<std::string> errors(2);
+    std::vector<double> x(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      auto model = constant_model(comm.rank());
+      cocod::Trainer<Unaware, decltype(model), cocod::comm::Threads> opt{comm, {.period = 4, .batch_size = 2, .non_finite = policy}};
+      try {
+        opt.optimize(model, cocod::Steps{8});
+      } catch (const cocod::NonFiniteError& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+      x[static_cast<std::size_t>(comm.rank())] = model.parameters()[0];
+    });
+    CHECK(errors[0] == errors[1]);
+    CHECK(errors[0] == "cocod: a NaN or an infinity in round 0 (step 4): rank 1 had a non-finite loss at step 2, withheld "
+                       "from the reduction; unaware did not acknowledge the partial result (Operations::acknowledge), so "
+                       "the run stops");
+    CHECK(x == std::vector<double>{1.0, 1.0});  // the average of the finite contributions, not 0.5
   }
 }

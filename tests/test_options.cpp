@@ -19,14 +19,20 @@ std::string message_of(const cocod::Options& o, int workers = 1) {
   }
   return "(no exception)";
 }
+std::string message_of(const cocod::update::Sgd& u) {
+  try {
+    u.validate();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
 }  // namespace
 
 TEST_CASE("valid options pass") {
   CHECK_NOTHROW(cocod::Options{}.validate(1));
-  CHECK_NOTHROW(cocod::Options{.learning_rate = 0.1, .momentum = 0.9, .nesterov = true,
-                               .weight_decay = 5e-4, .period = 8, .batch_size = 64,
-                               .speeds = {1.0, 2.0, 3.0}}
-                    .validate(3));
+  CHECK_NOTHROW(cocod::Options{.learning_rate = 0.1, .period = 8, .batch_size = 64, .speeds = {1.0, 2.0, 3.0}}.validate(3));
+  CHECK_NOTHROW(cocod::update::Sgd{.momentum = 0.9, .nesterov = true, .weight_decay = 5e-4}.validate());
 }
 
 TEST_CASE("each invalid option names its field and rule") {
@@ -38,12 +44,12 @@ TEST_CASE("each invalid option names its field and rule") {
         "cocod::Options: learning_rate must be a finite number > 0 (got -0.5)");
   CHECK(message_of({.learning_rate = nan}).find("learning_rate must be a finite number > 0") != std::string::npos);
   CHECK(message_of({.learning_rate = inf}).find("learning_rate must be a finite number > 0") != std::string::npos);
-  CHECK(message_of({.momentum = -0.1}) == "cocod::Options: momentum must be in [0, 1) (got -0.1)");
-  CHECK(message_of({.momentum = 1.0}) == "cocod::Options: momentum must be in [0, 1) (got 1)");
-  CHECK(message_of({.momentum = 0.0, .nesterov = true}) ==
-        "cocod::Options: nesterov needs momentum > 0 (got nesterov = true, momentum = 0)");
-  CHECK(message_of({.weight_decay = -1e-4}) ==
-        "cocod::Options: weight_decay must be a finite number >= 0 (got -0.0001)");
+  CHECK(message_of(cocod::update::Sgd{.momentum = -0.1}) == "cocod::update::Sgd: momentum must be in [0, 1) (got -0.1)");
+  CHECK(message_of(cocod::update::Sgd{.momentum = 1.0}) == "cocod::update::Sgd: momentum must be in [0, 1) (got 1)");
+  CHECK(message_of(cocod::update::Sgd{.momentum = 0.0, .nesterov = true}) ==
+        "cocod::update::Sgd: nesterov needs momentum > 0 (got nesterov = true, momentum = 0)");
+  CHECK(message_of(cocod::update::Sgd{.weight_decay = -1e-4}) ==
+        "cocod::update::Sgd: weight_decay must be a finite number >= 0 (got -0.0001)");
   CHECK(message_of({.period = 0}) == "cocod::Options: period must be >= 1 (got 0)");
   CHECK(message_of({.batch_size = 0}) == "cocod::Options: batch_size must be >= 1 (got 0)");
   CHECK(message_of({.speeds = {1.0, 2.0}}, 3) ==
@@ -63,7 +69,8 @@ TEST_CASE("optimizers validate at construction, against the communicator's size"
                        "cocod::Options: speeds must have one entry per worker (1) (got 2 entries)",
                        std::invalid_argument);
   CHECK_THROWS_AS((cocod::LocalSGD<Model, cocod::comm::Local>{local, {.period = 0}}), std::invalid_argument);
-  CHECK_THROWS_AS((cocod::PipeSGD<Model, cocod::comm::Local>{local, {.momentum = 2}}), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::PipeSGD<Model, cocod::comm::Local>{local, {}, cocod::update::Sgd{.momentum = 2}}),
+                       "cocod::update::Sgd: momentum must be in [0, 1) (got 2)", std::invalid_argument);
 }
 
 TEST_CASE("learning-rate schedules validate their fields") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 
 #include <atomic>
 #include <cmath>
@@ -13,6 +14,19 @@
 
 namespace {
 using Model = cocod_test::LeastSquares<double>;
+
+/// Saves `from`'s run state (its serialize()) and restores it into `to`, through the archives
+/// of a checkpoint file.
+template <class Part>
+void copy_state(Part& from, Part& to) {
+  cocod::detail::SaveArchive save;
+  save.file().section("header", cocod::checkpoint::FieldWriter{});
+  cocod::detail::section(save, "part", [&](auto& a) { from.serialize(a); });
+  const auto bytes = std::move(save).finish();
+  const cocod::checkpoint::FileReader file(bytes, "state");
+  cocod::detail::LoadArchive load(file);
+  cocod::detail::section(load, "part", [&](auto& a) { to.serialize(a); });
+}
 }
 
 TEST_CASE("a batch index outside the shard is refused, naming the index and the shard") {
@@ -65,11 +79,10 @@ TEST_CASE("the sampler's state restores the same batches") {
   std::vector<std::size_t> batch(4), x(4), y(4);
   a.next(batch);
   a.next(batch);
-  const auto saved = a.state();
-  a.next(x);
-  a.next(x);
   cocod::BatchSampler b(10, 99, 5);  // another seed and rank: the state decides
-  b.restore(saved);
+  copy_state(a, b);
+  a.next(x);
+  a.next(x);
   b.next(y);
   b.next(y);
   CHECK(x == y);
@@ -106,39 +119,41 @@ TEST_CASE("the version macros agree with the CMake project's version") {
 
 namespace {
 // An algorithm that breaks the exchange rule: it posts again while its collective is in flight.
-template <class Model, class Comm, class Schedule = cocod::schedule::Fixed<>, class Update = cocod::update::Sgd>
-class PostsTwice : public cocod::Trainer<PostsTwice<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = cocod::Trainer<PostsTwice, Model, Comm, Schedule, Update>;
-  friend Base;
-  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
+template <class Ops>
+class PostsTwice {
+  using T = typename Ops::scalar_type;
+  using Span = typename Ops::span_type;
 
  public:
   static constexpr const char* name = "posts twice";
-  using Base::Base;
+  void begin(Ops& ops, Span x) {
+    gradient_.resize(x.size());
+    ops.prepare(send_, {.name = "send", .size = x.size()});
+  }
+  void step(Ops& ops, Span, std::span<const std::size_t> batch, T) {
+    ops.post(send_);
+    ops.gradient(batch, gradient_.span());
+  }
+  void end_round(Ops&, Span) {}
+  void finish(Ops& ops, Span) {
+    if (send_.in_flight()) (void)ops.wait(send_);
+  }
+  template <class Archive>
+  void serialize(Archive&) {}
 
  private:
-  void allocate(std::size_t n) {
-    gradient_.resize(n);
-    this->prepare(send_, n);
-  }
-  double compute(Model& model, Span, std::span<const std::size_t> batch, T) {
-    this->post(send_);
-    return this->gradient(model, batch, gradient_.span());
-  }
-  void finish_run(Span) { this->await(send_); }
-
-  cocod::backend::buffer<B, T> gradient_;
-  Exchange send_;
+  cocod::backend::buffer<typename Ops::backend_type, T> gradient_;
+  typename Ops::exchange_type send_;
 };
 }  // namespace
 
 TEST_CASE("posting an exchange in flight is refused, and the failed run can be begun anew") {
   Model model(16, 3, 1);
-  PostsTwice<Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 4, .batch_size = 2}};
+  cocod::Trainer<PostsTwice, Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 4, .batch_size = 2}};
   opt.begin(model);
   (void)opt.step(model, opt.next_batch());
   CHECK_THROWS_WITH_AS(opt.step(model, opt.next_batch()),
-                       "cocod: post() on an exchange whose collective is in flight; await() it first",
+                       "cocod: post() on an exchange whose collective is in flight; wait() for it first",
                        std::logic_error);
   CHECK_NOTHROW(opt.begin(model));  // the failed run ended: nothing in flight, not running
   CHECK_THROWS_WITH_AS(opt.begin(model), "cocod: begin() called twice without finish()", std::logic_error);
@@ -159,7 +174,7 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   a.start(3);
   b.start(3);
   a.add(schedule, {.round = 1, .compute_s = 0.5, .samples = 100, .comm_s = 0.2, .collectives = 1});
-  b.restore(a.state());
+  copy_state(a, b);
   std::vector<double> sa(a.slots()), sb(b.slots());
   CHECK(a.write(std::span<double>(sa), 1));
   CHECK(b.write(std::span<double>(sb), 1));
@@ -167,17 +182,19 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   CHECK(sa[1] == 0.005);  // seconds per sample of worker 1
   CHECK(sa[4] == 0.2);    // seconds per all-reduce of worker 1
 
-  cocod::detail::ControlSlots<double> c, d;
-  c.start(true, 2, 0);
-  d.start(true, 2, 0);
+  cocod::detail::Votes c, d;
+  c.start(2);
+  d.start(2);
   c.loss_ready(3, 1.5);
   c.vote();
-  d.restore(c.state());
-  const auto tc = c.write(0.5, false, 1, 7);
-  const auto td = d.write(0.5, false, 1, 7);
-  CHECK(tc.loss_round == td.loss_round);
-  CHECK(std::vector<double>(c.staging().begin(), c.staging().end()) ==
-        std::vector<double>(d.staging().begin(), d.staging().end()));
+  copy_state(c, d);
+  std::vector<double> vc(3), vd(3), steps_c(2), steps_d(2);
+  const auto tc = c.write(std::span<double>(vc), std::span<double>(steps_c), 0.5, true, 1, 7);
+  const auto td = d.write(std::span<double>(vd), std::span<double>(steps_d), 0.5, true, 1, 7);
+  CHECK(tc == td);
+  CHECK(vc == vd);
+  CHECK(vc[0] == 0.75);  // w * the ready loss
+  CHECK(steps_c == steps_d);
 }
 
 namespace {
@@ -297,4 +314,57 @@ TEST_CASE("a NaN in one worker's buffers is a NonFiniteError on every worker at 
                                             }),
                   cocod::NonFiniteError);
   CHECK(errors == 2);
+}
+
+namespace {
+// One-shot averaging: local SGD alone, and one average at the end. No round reduces an
+// exchange, so the run reduces the control slots itself at each round's end.
+template <class Ops>
+class OneShot {
+  using T = typename Ops::scalar_type;
+  using Span = typename Ops::span_type;
+
+ public:
+  static constexpr const char* name = "one-shot averaging";
+  void begin(Ops& ops, Span x) {
+    gradient_.resize(x.size());
+    ops.prepare(send_, {.name = "send", .size = x.size()});
+  }
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    ops.gradient(batch, gradient_.span());
+    ops.update(x, gradient_.span(), lr);
+  }
+  void end_round(Ops&, Span) {}
+  void finish(Ops& ops, Span x) { ops.average(x, send_); }
+  template <class Archive>
+  void serialize(Archive&) {}
+
+ private:
+  cocod::backend::buffer<typename Ops::backend_type, T> gradient_;
+  typename Ops::exchange_type send_;
+};
+/// Asks to stop at the end of round `at`.
+struct StopAt {
+  std::size_t at = 0;
+  bool on_round(const cocod::RoundStats& r) { return r.round == at; }
+};
+}  // namespace
+
+TEST_CASE("an algorithm that reduces no exchange in a round still gets consensus losses, votes and stops") {
+  std::vector<cocod::Report> reports(2);
+  std::vector<std::vector<double>> x(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    Model model(40, 3, 7 + static_cast<std::uint64_t>(comm.rank()));
+    cocod::Trainer<OneShot, Model, cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 4, .batch_size = 4}};
+    const auto r = static_cast<std::size_t>(comm.rank());
+    reports[r] = opt.optimize(model, cocod::Steps{320}, StopAt{3});
+    x[r] = model.x;
+  });
+  for (const auto& report : reports) {
+    CHECK(report.stopped_early);
+    CHECK(report.steps == 20);  // the vote of round 3 reaches every worker with round 4's slots
+    CHECK(std::isfinite(report.final_loss()));
+    CHECK(report.rounds.back().consensus_loss_round == 4);
+  }
+  CHECK(x[0] == x[1]);  // the consensus at the end
 }

@@ -14,21 +14,22 @@ using Model = cocod_test::LeastSquares<T>;
 
 struct Case {
   const char* name;
-  cocod::Options options;
+  cocod_test::Setup options;
 };
 const Case cases[] = {
-    {"sgd", {.learning_rate = 0.05, .period = 4, .batch_size = 7, .seed = 3}},
-    {"momentum", {.learning_rate = 0.02, .momentum = 0.9, .period = 3, .batch_size = 5, .seed = 4}},
-    {"nesterov+wd", {.learning_rate = 0.02, .momentum = 0.8, .nesterov = true, .weight_decay = 1e-2, .period = 5, .batch_size = 6, .seed = 5}},
-    {"wd", {.learning_rate = 0.03, .weight_decay = 1e-3, .period = 1, .batch_size = 4, .seed = 6}},
+    {"sgd", {{.learning_rate = 0.05, .period = 4, .batch_size = 7, .seed = 3}}},
+    {"momentum", {{.learning_rate = 0.02, .period = 3, .batch_size = 5, .seed = 4}, {.momentum = 0.9}}},
+    {"nesterov+wd", {{.learning_rate = 0.02, .period = 5, .batch_size = 6, .seed = 5}, {.momentum = 0.8, .nesterov = true, .weight_decay = 1e-2}}},
+    {"wd", {{.learning_rate = 0.03, .period = 1, .batch_size = 4, .seed = 6}, {.weight_decay = 1e-3}}},
 };
 constexpr std::size_t steps = 37;  // not a multiple of any period: ends in a partial round
 
 /// Serial SGD written out plainly; `stale` applies each gradient one step late (Pipe-SGD).
 template <class T>
-std::vector<T> serial(const cocod::Options& o, bool stale, double (*lr)(double, std::size_t)) {
+std::vector<T> serial(const cocod_test::Setup& setup, bool stale, double (*lr)(double, std::size_t)) {
+  const cocod::Options& o = setup.options;
   Model<T> model(150, 11, 77);
-  cocod_test::PlainSgd<T> sgd{static_cast<T>(o.momentum), static_cast<T>(o.weight_decay), o.nesterov, {}};
+  cocod_test::PlainSgd<T> sgd{static_cast<T>(setup.sgd.momentum), static_cast<T>(setup.sgd.weight_decay), setup.sgd.nesterov, {}};
   cocod::BatchSampler sampler(model.num_samples(), o.seed, 0);
   std::vector<std::size_t> batch(o.batch_size);
   std::vector<T> g(model.x.size()), previous;
@@ -50,9 +51,9 @@ std::vector<T> serial(const cocod::Options& o, bool stale, double (*lr)(double, 
 }
 
 template <template <class...> class Algorithm, class T, class Comm, class Schedule = cocod::schedule::Fixed<>>
-std::vector<T> library(Comm comm, const cocod::Options& o, Schedule schedule = {}) {
+std::vector<T> library(Comm comm, const cocod_test::Setup& o, Schedule schedule = {}) {
   Model<T> model(150, 11, 77);
-  Algorithm<Model<T>, Comm, Schedule> opt{comm, o, schedule};
+  auto opt = cocod_test::make<Algorithm<Model<T>, Comm, Schedule>>(comm, o, schedule);
   opt.optimize(model, cocod::Steps{steps});
   return model.x;
 }

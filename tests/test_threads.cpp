@@ -91,7 +91,7 @@ TEST_CASE("CoCoD-SGD on Threads gives bitwise identical models over 20 runs") {
     cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
       cocod_test::LeastSquares<double> model(200, 17, 100 + static_cast<std::uint64_t>(comm.rank()));
       cocod::Optimizer<decltype(model), cocod::comm::Threads> opt{
-          comm, {.learning_rate = 0.05, .momentum = 0.9, .period = 3, .batch_size = 8, .speeds = {1, 2, 3}, .seed = 9}};
+          comm, {.learning_rate = 0.05, .period = 3, .batch_size = 8, .speeds = {1, 2, 3}, .seed = 9}, cocod::update::Sgd{.momentum = 0.9}};
       opt.optimize(model, cocod::Steps{50});
       models[static_cast<std::size_t>(comm.rank())] = model.x;
     });

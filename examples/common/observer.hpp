@@ -3,6 +3,7 @@
 // the progress bar, writes the per-round CSV and keeps snapshots of rank 0's model for the curve.
 // Example code, not part of the library.
 #include <cocod.hpp>
+#include <cocod/callbacks/progress_bar.hpp>
 
 #include <chrono>
 #include <optional>

@@ -3,8 +3,10 @@
 // the slowed workers, the callbacks, and what rank 0 keeps (report, metrics, curve, trace).
 // Example code, not part of the library.
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -65,30 +67,40 @@ inline std::string checkpoint_folder(const Args& args, const std::string& key, c
   return args.checkpoint + "/" + key + (args.samplings.size() > 1 ? "." + sampling : "");
 }
 
-/// The options of algorithm `key`: the command line's, with the family's flags where the
+/// Every setting of a run: the options, the local update's and the family's, of which each
+/// algorithm is given those it takes (with_optimizer).
+struct Settings {
+  cocod::Options options;
+  cocod::update::Sgd sgd;
+  std::optional<cocod::Outer> outer;
+  cocod::Compress compress;
+  cocod::Fragments fragments;
+  cocod::PullBack pull;
+};
+
+/// The settings of algorithm `key`: the command line's, with the family's flags where the
 /// algorithm takes them and the key's modifiers.
-inline cocod::Options options_for(const std::string& key, const Args& args) {
-  cocod::Options o{.learning_rate = args.learning_rate, .momentum = args.momentum,
-                   .period = per_step(key) && args.auto_period ? 1 : args.period, .batch_size = args.batch, .seed = args.seed,
-                   .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
-                                 : args.non_finite == "off" ? cocod::NonFinite::off
-                                                            : cocod::NonFinite::raise};
+inline Settings settings_for(const std::string& key, const Args& args) {
+  Settings s;
+  s.options = {.learning_rate = args.learning_rate, .period = per_step(key) && args.auto_period ? 1 : args.period,
+               .batch_size = args.batch, .seed = args.seed,
+               .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
+                             : args.non_finite == "off" ? cocod::NonFinite::off
+                                                        : cocod::NonFinite::raise};
+  s.sgd.momentum = args.momentum;
   const Variant v = Variant::parse(key);
   if (v.takes_outer() && (v.outer || args.outer != "none"))
-    o.outer = cocod::Outer{args.outer_lr, args.outer_momentum, args.outer != "sgd" && args.outer_momentum > 0.0};
-  if (v.takes_compress()) {
-    o.compress = v.compress != cocod::Compression::none ? v.compress : cocod::compress::parse(args.compress);
-    o.compress_block = args.compress_block;
-  }
+    s.outer = cocod::Outer{args.outer_lr, args.outer_momentum, args.outer != "sgd" && args.outer_momentum > 0.0};
+  if (v.takes_compress())
+    s.compress = {v.compress != cocod::Compression::none ? v.compress : cocod::compress::parse(args.compress), args.compress_block};
   if (v.takes_fragments()) {
-    o.fragments = v.fragments > 0 ? v.fragments : args.fragments;
-    o.fragment_merge = o.fragments > 1 && (v.lerp || args.fragment_merge == "lerp") ? cocod::FragmentMerge::lerp
-                                                                                     : cocod::FragmentMerge::add_back;
-    o.fragment_alpha = args.fragment_alpha;
+    s.fragments.count = v.fragments > 0 ? v.fragments : args.fragments;
+    s.fragments.merge = s.fragments.count > 1 && (v.lerp || args.fragment_merge == "lerp") ? cocod::FragmentMerge::lerp
+                                                                                           : cocod::FragmentMerge::add_back;
+    s.fragments.alpha = args.fragment_alpha;
   }
-  o.pull_alpha = args.pull_alpha;
-  o.anchor_momentum = args.anchor_momentum;
-  return o;
+  s.pull = {.alpha = args.pull_alpha, .anchor_momentum = args.anchor_momentum};
+  return s;
 }
 
 inline Schedule schedule_for(const std::string& key, const std::string& sampling, const Args& args) {
@@ -125,15 +137,16 @@ void record_curve(Result& result, Model& model, Observer<Model>& observer, Evalu
   result.curve.push_back({result.report.seconds, result.report.epochs, result.metrics});
 }
 
-/// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`.
+/// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`, given the settings it takes.
 template <class Model, class Comm, class Go>
-void with_optimizer(const std::string& key, Comm comm, const cocod::Options& o, const Schedule& s, Go&& go) {
+void with_optimizer(const std::string& key, Comm comm, const Settings& s, const Schedule& schedule, Go&& go) {
   const std::string b = Variant::parse(key).base;
-  if (b == "cocod") go(cocod::Optimizer<Model, Comm, Schedule>{comm, o, s});
-  else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, s});
-  else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, s});
-  else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule>{comm, o, s});
-  else go(cocod::PipeSGD<Model, Comm, Schedule>{comm, o, s});
+  const cocod::Options& o = s.options;
+  if (b == "cocod") go(cocod::CoCoDSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress, s.fragments});
+  else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
+  else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress});
+  else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.pull, s.compress});
+  else go(cocod::PipeSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
 }
 
 /// Runs one algorithm on every worker, throttled to `link` when `throttle`. make(rank, workers)
@@ -143,7 +156,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
                bool throttle, const cocod::comm::Link& link, MakeModel make, Evaluate evaluate) {
   using Model = Slowed<std::invoke_result_t<MakeModel, int, int>>;
   Result result{key, sampling, {}, {}, {}, {}, std::vector<std::size_t>(static_cast<std::size_t>(runner.size()), 0)};
-  const cocod::Options options = options_for(key, args);
+  const Settings settings = settings_for(key, args);
   const Schedule schedule = schedule_for(key, sampling, args);
   if (!args.trace.empty())
     result.timeline = std::make_shared<cocod::trace::Timeline>(
@@ -152,7 +165,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
     const auto r = static_cast<std::size_t>(rank);
     Model model{make(rank, comm.size()), r < args.slowdown.size() ? args.slowdown[r] : 1.0};
     Observer<Model> observer = observer_for(key, sampling, args, model);
-    with_optimizer<Model>(key, comm, options, schedule, [&](auto&& opt) {
+    with_optimizer<Model>(key, comm, settings, schedule, [&](auto&& opt) {
       if (result.timeline) opt.trace(&result.timeline->lane(rank));
       cocod::Report report;
       if (args.checkpoint.empty()) {

@@ -21,7 +21,7 @@ struct ClippedSgd {
     }
   };
   template <class Backend, class T>
-  [[nodiscard]] State<Backend, T> start(const cocod::Options&, std::size_t) const {
+  [[nodiscard]] State<Backend, T> start(std::size_t) const {
     static_assert(std::is_same_v<Backend, cocod::backend::cpu>, "ClippedSgd runs on the CPU backend");
     return State<Backend, T>{static_cast<T>(clip)};
   }

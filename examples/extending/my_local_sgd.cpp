@@ -1,50 +1,52 @@
-// A new algorithm: Local-SGD written from scratch on cocod::Trainer, checked bit for bit
-// against the built-in cocod::LocalSGD on 4 in-process workers.
+// A new algorithm: Local-SGD written from scratch as a rule of cocod::Trainer, checked bit for
+// bit against the built-in cocod::LocalSGD on 4 in-process workers.
 #include <cocod.hpp>
 
 #include <cstdio>
 #include <span>
 #include <vector>
 
-// Each round: k local steps on x_i, then x_i = sum_j w_j x_j (blocking). The trainer runs the
-// loop; the algorithm says what it does with communication.
-template <class Model, class Comm, class Schedule = cocod::schedule::Fixed<>, class Update = cocod::update::Sgd>
-class MyLocalSGD : public cocod::Trainer<MyLocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = cocod::Trainer<MyLocalSGD, Model, Comm, Schedule, Update>;
-  friend Base;  // the trainer calls the private members below
-  using typename Base::B;         // the backend tag
-  using typename Base::T;         // float or double
-  using typename Base::Span;      // the span of the model's parameters
-  using typename Base::Exchange;  // a reduced buffer with its collective
+// Each round: k local steps on x_i, then x_i = sum_j w_j x_j (blocking). cocod::Trainer runs
+// the loop; the rule says what a worker does, through the operations its hooks receive.
+template <class Ops>
+class MyLocalSGD {
+  using T = typename Ops::scalar_type;   // float or double
+  using B = typename Ops::backend_type;  // the backend tag
+  using Span = typename Ops::span_type;  // the span of the model's parameters
 
  public:
   static constexpr const char* name = "my Local-SGD";
-  using Base::Base;
 
- private:
-  void allocate(std::size_t n) {  // every buffer, once per run
-    gradient_.resize(n);
-    this->prepare(send_, n);
-  }
-  void start(Span) { dirty_ = false; }  // per-run state starts here
-  double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
-    const double loss = this->gradient(model, batch, gradient_.span());
-    this->update(x, gradient_.span(), lr);  // momentum, weight decay: as the options say
-    dirty_ = true;
-    return loss;
-  }
-  void end_round(Span x) {  // x = sum_j w_j x_j
-    this->average(x, send_);
+  void begin(Ops& ops, Span x) {  // every buffer and exchange, and the per-run state, once per run
+    gradient_.resize(x.size());
+    ops.prepare(send_, {.name = "send", .size = x.size()});
     dirty_ = false;
   }
-  void finish_run(Span x) {  // a last partial round still needs its average
-    if (dirty_) this->average(x, send_);
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    ops.gradient(batch, gradient_.span());
+    ops.update(x, gradient_.span(), lr);  // momentum, weight decay: as the update rule says
+    dirty_ = true;
+  }
+  void end_round(Ops& ops, Span x) {  // x = sum_j w_j x_j
+    ops.average(x, send_);
+    dirty_ = false;
+  }
+  void finish(Ops& ops, Span x) {  // a last partial round still needs its average
+    if (dirty_) ops.average(x, send_);
+  }
+  template <class Archive>
+  void serialize(Archive& a) {  // its run state, for checkpoints
+    a("dirty", dirty_);
   }
 
+ private:
   cocod::backend::buffer<B, T> gradient_;
-  Exchange send_;
+  typename Ops::exchange_type send_;  // a reduced buffer with its collective
   bool dirty_ = false;
 };
+
+template <class Model, class Comm, class Schedule = cocod::schedule::Fixed<>, class Update = cocod::update::Sgd>
+using MyLocal = cocod::Trainer<MyLocalSGD, Model, Comm, Schedule, Update>;
 
 // A least-squares shard: f(x) = mean_i 0.5 (a_i . x - b_i)^2.
 struct Shard {
@@ -76,7 +78,7 @@ std::vector<double> train() {
   cocod::comm::Threads::run(4, [&](cocod::comm::Threads comm) {
     Shard model(comm.rank(), 8, 100);
     Algorithm<Shard, cocod::comm::Threads, cocod::schedule::Fixed<>, cocod::update::Sgd> opt{
-        comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 4, .batch_size = 8}};
+        comm, {.learning_rate = 0.1, .period = 4, .batch_size = 8}, cocod::update::Sgd{.momentum = 0.9}};
     auto report = opt.optimize(model, cocod::Steps{50});  // 12 rounds and a partial one
     if (comm.rank() == 0) {
       std::printf("%-12s %zu steps, %zu rounds, loss %.6f\n", report.info.algorithm.c_str(), report.steps,
@@ -88,7 +90,7 @@ std::vector<double> train() {
 }
 
 int main() {
-  const auto mine = train<MyLocalSGD>();
+  const auto mine = train<MyLocal>();
   const auto builtin = train<cocod::LocalSGD>();
   const bool same = mine == builtin;  // bit for bit
   std::printf("my Local-SGD %s the built-in Local-SGD bit for bit\n", same ? "equals" : "DIFFERS FROM");

@@ -40,8 +40,8 @@ int main() {
       model.xs.push_back(x);
       model.ys.push_back(2.0 * x + 1.0);
     }
-    cocod::Optimizer<Line, cocod::comm::Threads> opt{
-        comm, {.learning_rate = 0.05, .momentum = 0.9, .period = 4, .batch_size = 16}};
+    cocod::CoCoDSGD<Line, cocod::comm::Threads> opt{
+        comm, {.learning_rate = 0.05, .period = 4, .batch_size = 16}, cocod::update::Sgd{.momentum = 0.9}};
     cocod::Report report = opt.optimize(model, cocod::Epochs{20});
     // Every worker now holds the same consensus model.
     if (comm.rank() == 0) {

@@ -29,8 +29,33 @@ class NonFiniteError : public DistributedError {
   using DistributedError::DistributedError;
 };
 
+/// A checkpoint that cannot be written or read as it is: the message names the file (or the
+/// directory) and what is wrong or differs. The workers agree on it, so it is raised on every
+/// worker with the same message (the lowest failing rank's).
+class CheckpointError : public DistributedError {
+ public:
+  using DistributedError::DistributedError;
+};
+
+/// A call into the communication library failed on this worker (MPI, NCCL or CUDA returned an
+/// error code); the message names the call and the library's reason.
+class CommunicationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// An MPI call failed (comm::Mpi).
+class MpiError : public CommunicationError {
+ public:
+  using CommunicationError::CommunicationError;
+};
+/// An NCCL or CUDA call failed (comm::Nccl).
+class NcclError : public CommunicationError {
+ public:
+  using CommunicationError::CommunicationError;
+};
+
 /// Throws std::invalid_argument("<type>: <field> <rule> (got <value>)"), the form of every
-/// validation message: e.g. "cocod::Options: momentum must be in [0, 1) (got 1.5)".
+/// validation message: e.g. "cocod::Options: period must be >= 1 (got 0)".
 template <class Value>
 [[noreturn]] void invalid_setting(const std::string& type, const std::string& field, const std::string& rule,
                                   const Value& got) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 
 #include <filesystem>
 #include <stdexcept>
@@ -16,7 +17,8 @@ using Model = cocod_test::LeastSquares<double>;
 using Schedule = cocod::schedule::Fixed<cocod::lr::Cosine>;
 constexpr int workers = 3;
 constexpr std::size_t steps = 240;
-const cocod::Options options{.learning_rate = 0.05, .momentum = 0.9, .period = 4, .batch_size = 4, .seed = 21};
+const cocod::Options options{.learning_rate = 0.05, .period = 4, .batch_size = 4, .seed = 21};
+const cocod::update::Sgd sgd{.momentum = 0.9};
 
 /// Throws on worker `rank` when it is about to take step `step`.
 struct FaultAt {
@@ -33,7 +35,7 @@ std::string run(const cocod::Checkpoints* store, FaultAt fault = {}) {
   std::string digest;
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     Model model(50, 8, 40 + static_cast<std::uint64_t>(comm.rank()));
-    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options};
+    cocod::Optimizer<Model, cocod::comm::Threads, Schedule> opt{comm, options, sgd};
     if (!store) {
       opt.optimize(model, cocod::Steps{steps});
     } else {

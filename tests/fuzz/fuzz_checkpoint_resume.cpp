@@ -72,7 +72,7 @@ void fix_checksums(std::vector<std::byte>& f) {
 /// where the file's round folder is, and fills the manifest written for it. A window section
 /// with fields is one of a schedule that measures: the file is resumed by such a run.
 struct Probe {
-  ckpt::Header header{cocod::Optimizer<cocod_fuzz::Model, cocod_fuzz::Comm>::name, 8, 1, 0, 0, 0, 0, 0.0, 0};
+  ckpt::Header header{cocod::Optimizer<cocod_fuzz::Model, cocod_fuzz::Comm>::name, 8, 1, 0, 0, 0, 0, 0.0};
   bool adaptive = false;
 };
 Probe probe(std::span<const std::byte> file) {
@@ -141,7 +141,7 @@ void resume(std::span<const std::uint8_t> in) {
   const cocod::ResumeOptions options{.workers_may_change = fuzzed_manifest && (in[0] & 1) != 0};
   cocod_fuzz::with_algorithm(h.algorithm, found.adaptive, [&]<class Opt>() {
     auto model = cocod_fuzz::model();
-    Opt opt{cocod_fuzz::Comm{}, cocod_fuzz::options()};
+    Opt opt{cocod_fuzz::Comm{}, cocod_fuzz::options(), cocod_fuzz::sgd()};
     try {
       (void)opt.resume(model, store, cocod::Steps{cocod_fuzz::total_steps}, options);
     } catch (const cocod::CheckpointError& e) {

@@ -8,6 +8,7 @@
 #include <cocod/algorithm/local_sgd.hpp>
 #include <cocod/algorithm/pipe_sgd.hpp>
 #include <cocod/algorithm/sync_sgd.hpp>
+#include <cocod/checkpoint/session.hpp>
 #include <cocod/comm/local.hpp>
 #include <cocod/errors.hpp>
 #include <cocod/schedule/adaptive.hpp>
@@ -25,10 +26,9 @@ using Comm = cocod::comm::Local;
 
 // Few parameters and samples keep every seed at a few hundred bytes and every execution short.
 inline Model model() { return Model(6, 3, 17); }
+inline cocod::Options options() { return cocod::Options{.learning_rate = 0.05, .period = 2, .batch_size = 2, .seed = 5}; }
 // momentum > 0: the update's velocity is saved, so its section is read too.
-inline cocod::Options options() {
-  return cocod::Options{.learning_rate = 0.05, .momentum = 0.9, .period = 2, .batch_size = 2, .seed = 5};
-}
+inline cocod::update::Sgd sgd() { return cocod::update::Sgd{.momentum = 0.9}; }
 // Room for the adaptive schedule's first re-plan (after round 3) and a round beyond the seeds.
 inline constexpr std::size_t total_steps = 14;
 

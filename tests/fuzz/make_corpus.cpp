@@ -51,7 +51,7 @@ std::map<std::size_t, Bytes> saved(const fs::path& scratch, std::size_t rounds =
   fs::remove_all(scratch);
   const cocod::Checkpoints store(scratch, rounds + 1);
   auto model = cocod_fuzz::model();
-  Opt opt{cocod_fuzz::Comm{}, cocod_fuzz::options()};
+  Opt opt{cocod_fuzz::Comm{}, cocod_fuzz::options(), cocod_fuzz::sgd()};
   opt.begin(model, cocod::Steps{cocod_fuzz::total_steps});
   opt.save(model, store);
   for (std::size_t r = 0; r < rounds; ++r) {
@@ -151,12 +151,13 @@ void checkpoints(const fs::path& out) {
   struct Saved {
     std::string tag, name;
     std::map<std::size_t, Bytes> files;
+    std::string exchange;  // the section of its exchange that the next round posts
   };
   const std::vector<Saved> all = {
-      {"cocod", cocod::Optimizer<Model, Comm>::name, saved<cocod::Optimizer<Model, Comm>>(scratch)},
-      {"sync", cocod::SyncSGD<Model, Comm>::name, saved<cocod::SyncSGD<Model, Comm>>(scratch)},
-      {"local", cocod::LocalSGD<Model, Comm>::name, saved<cocod::LocalSGD<Model, Comm>>(scratch)},
-      {"pipe", cocod::PipeSGD<Model, Comm>::name, saved<cocod::PipeSGD<Model, Comm>>(scratch)},
+      {"cocod", cocod::Optimizer<Model, Comm>::name, saved<cocod::Optimizer<Model, Comm>>(scratch), "exchange.send"},
+      {"sync", cocod::SyncSGD<Model, Comm>::name, saved<cocod::SyncSGD<Model, Comm>>(scratch), "exchange.gradient"},
+      {"local", cocod::LocalSGD<Model, Comm>::name, saved<cocod::LocalSGD<Model, Comm>>(scratch), "exchange.send"},
+      {"pipe", cocod::PipeSGD<Model, Comm>::name, saved<cocod::PipeSGD<Model, Comm>>(scratch), "exchange.gradient.0"},
   };
   const std::size_t period = cocod_fuzz::options().period;
   for (const auto& s : all) {
@@ -186,9 +187,9 @@ void checkpoints(const fs::path& out) {
   write(dir / "bad-checksum.ckpt", checksum);
   write(dir / "bad-no-end.ckpt", Bytes(f.begin(), f.begin() + static_cast<long>(section_at(f, "end"))));
   write(dir / "bad-trailing.ckpt", f + text("xyz"));
-  // Sections swapped, checksums intact: "options" comes first.
+  // Sections swapped, checksums intact: "settings" comes first.
   {
-    const auto h = static_cast<long>(section_at(f, "header")), o = static_cast<long>(section_at(f, "options")),
+    const auto h = static_cast<long>(section_at(f, "header")), o = static_cast<long>(section_at(f, "settings")),
                a = static_cast<long>(section_at(f, "position"));
     write(dir / "bad-first-section.ckpt", Bytes(f.begin(), f.begin() + 12) + Bytes(f.begin() + o, f.begin() + a) +
                                               Bytes(f.begin() + h, f.begin() + o) + Bytes(f.begin() + a, f.end()));
@@ -211,17 +212,17 @@ void checkpoints(const fs::path& out) {
 
   // States that passed every check once and broke the run after the resume: an exchange
   // restored in flight that the algorithm posts into next (a logic_error at the next step; for
-  // Pipe-SGD after two steps exchange.1 holds the last gradient, exchange.0 is next), a
-  // sampler's generator stuck at zero (the next shuffle never ended).
+  // Pipe-SGD after two steps exchange.gradient.1 holds the last gradient, exchange.gradient.0 is
+  // next), a sampler's generator stuck at zero (the next shuffle never ended).
   for (const auto& s : all)
     write(resume / ("regress-" + s.tag + "-in-flight.in"),
-          fixup_form(with_field(s.files.at(1), "exchange.0", "completed", {1})));
+          fixup_form(with_field(s.files.at(1), s.exchange, "completed", {1})));
   write(resume / "regress-rng-zero.in", fixup_form(with_field(f, "sampler", "rng", Bytes(32, 0))));
   // An exchange restored with a model part shorter than the model: the final average scaled
   // the whole model into it.
   for (const auto& s : all)
     write(resume / ("regress-" + s.tag + "-model-size.in"),
-          fixup_form(with_field(s.files.at(1), "exchange.0", "model_size", Bytes{1, 0, 0, 0, 0, 0, 0, 0})));
+          fixup_form(with_field(s.files.at(1), s.exchange, "model_size", Bytes{1, 0, 0, 0, 0, 0, 0, 0})));
   // A closed measurement window waiting to be sent with a time per sample of 2e-314 s: its
   // speed overflowed, and the re-plan cast a NaN share to an integer.
   write(resume / "regress-adaptive-tiny-time.in",

@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <cocod.hpp>
+#include <cocod/checkpoint.hpp>
 #include <cocod/torch.hpp>
 
 #include <bit>
@@ -155,7 +156,8 @@ TEST_CASE("a step of cocod's update::Sgd equals torch::optim::SGD's to 1 ulp (2 
     auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
     cocod::SyncSGD<decltype(model), cocod::comm::Local> opt{
         cocod::comm::Local{},
-        {.learning_rate = 0.1, .momentum = s.momentum, .nesterov = s.nesterov, .weight_decay = s.weight_decay, .batch_size = 16}};
+        {.learning_rate = 0.1, .batch_size = 16},
+        cocod::update::Sgd{.momentum = s.momentum, .nesterov = s.nesterov, .weight_decay = s.weight_decay}};
     torch::optim::SGD sgd(reference->parameters(), torch::optim::SGDOptions(0.1)
                                                        .momentum(s.momentum)
                                                        .nesterov(s.nesterov)
@@ -212,7 +214,7 @@ TEST_CASE("a Sequential trains under CoCoD-SGD on two workers: the loss falls an
     }
     auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
     cocod::CoCoDSGD<decltype(model), cocod::comm::Threads> opt{
-        comm, {.learning_rate = 0.1, .momentum = 0.9, .period = 4, .batch_size = 16}};
+        comm, {.learning_rate = 0.1, .period = 4, .batch_size = 16}, cocod::update::Sgd{.momentum = 0.9}};
     const cocod::Report report = opt.optimize(model, cocod::Epochs{6});
     first[r] = static_cast<float>(report.rounds.front().loss);
     last[r] = static_cast<float>(report.rounds.back().loss);

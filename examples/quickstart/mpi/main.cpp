@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
           g[0] = x[0] - target;
           return 0.5 * g[0] * g[0];
         });
-    cocod::Optimizer<decltype(model), cocod::comm::Mpi> opt{
+    cocod::CoCoDSGD<decltype(model), cocod::comm::Mpi> opt{
         comm, {.learning_rate = 0.1, .period = 4, .batch_size = 8}};
     opt.optimize(model, cocod::Epochs{20});
     const double expected = 3.0 + (comm.size() - 1) / 2.0;

@@ -1,10 +1,63 @@
 #pragma once
 // CoCoD-SGD: communication every k steps, overlapped with the next k steps.
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+
 #include "cocod/algorithm/trainer.hpp"
+#include "cocod/family/compress.hpp"
+#include "cocod/family/fragments.hpp"
+#include "cocod/family/merge.hpp"
+#include "cocod/family/outer.hpp"
 
 namespace cocod {
+namespace backend {
+namespace passes {
+template <class T>
+struct RoundEnd {
+  T* x;
+  T* anchor;
+  T* send;
+  T w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    const T xi = x[i] + (send[i] - anchor[i]);
+    x[i] = xi;
+    anchor[i] = xi;
+    send[i] = w * xi;
+  }
+};
+template <class T>
+struct Snapshot {
+  T* anchor;
+  T* send;
+  const T* x;
+  T w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    anchor[i] = x[i];
+    send[i] = w * x[i];
+  }
+};
+}  // namespace passes
 
-/// CoCoD-SGD (Shen et al., IJCAI 2019). Per worker i with weight w_i = M_i / sum_j M_j:
+/// CoCoD-SGD's round end, one pass over three buffers. On entry `send` holds the average
+/// xbar = sum_j w_j a_j of the anchors; on exit x = x + (xbar - anchor), anchor = x, send = w x.
+/// With one worker xbar == anchor bitwise, so x gains an exact zero.
+template <class B, class S>
+void round_end(B b, S x, S anchor, S send, element_t<S> w) {
+  for_each_index(b, x.size(), passes::RoundEnd<element_t<S>>{x.data(), anchor.data(), send.data(), w});
+}
+/// The snapshot that is posted: anchor = x, send = w x.
+template <class B, class S>
+void snapshot(B b, S anchor, S send, read_only_t<S> x, element_t<S> w) {
+  for_each_index(b, x.size(), passes::Snapshot<element_t<S>>{anchor.data(), send.data(), x.data(), w});
+}
+}  // namespace backend
+
+namespace rules {
+
+/// CoCoD-SGD's rule (Shen et al., IJCAI 2019). Per worker i with weight w_i = M_i / sum_j M_j:
 ///
 ///     start:      x_i = x_0 (rank 0's), a_i = x_i, s_i = w_i x_i; post all-reduce(s_i)
 ///     each round: k local steps on x_i                  (while the all-reduce runs)
@@ -12,125 +65,60 @@ namespace cocod {
 ///                 x_i = x_i + (xbar - a_i);  a_i = x_i;  s_i = w_i x_i;  post all-reduce(s_i)
 ///     finish:     wait; x_i = sum_j w_j x_j             (the consensus, on every worker)
 ///
-/// Memory beyond the model: anchor a_i, send buffer s_i, gradient, momentum if used.
-///
-/// The family's options (docs/algorithm.md) change the round end, each with its own rule:
-/// Options::outer moves an outer model z with the one-round-stale average,
-/// x_i += z' - a_i; Options::compress sends deviations from z with error feedback;
-/// Options::fragments = F exchanges one of F slices per round, merged by add-back or lerp.
-///
-/// \tparam Model    a cocod::Model.
-/// \tparam Comm     a cocod::comm::Communicator (comm::Local, comm::Threads, comm::Throttled<...>).
-/// \tparam Schedule decides k, M_i and the learning rate (schedule::Fixed<lr::...>).
-/// \tparam Update   the local update (update::Sgd: momentum, Nesterov, weight decay).
-template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = Trainer<Optimizer, Model, Comm, Schedule, Update>;
-  friend Base;
-  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
+/// Its settings change the round end, each with its own rule (docs/algorithm.md): an Outer
+/// optimizer moves an outer model z with the one-round-stale average, x_i += z' - a_i; Compress
+/// sends deviations from z with error feedback; Fragments exchange one of F slices per round,
+/// merged by add-back or lerp. Memory beyond the model: the anchor, the send buffer (of a
+/// fragment), the gradient (which holds the final consensus), momentum if used; z with the family.
+template <class Ops>
+class CoCoDSGD {
+  using T = typename Ops::scalar_type;
+  using B = typename Ops::backend_type;
+  using Span = typename Ops::span_type;
+  using Reduced = typename Ops::reduced_type;
 
  public:
   static constexpr const char* name = "CoCoD-SGD";
-  using Base::Base;
+  using settings = std::tuple<std::optional<Outer>, Compress, Fragments>;
+  explicit CoCoDSGD(const settings& s) : outer_rule_(std::get<0>(s)), compress_(std::get<1>(s)), fragments_(std::get<2>(s)) {}
 
- private:
-  static constexpr detail::Accepts accepts{.outer = true, .compress = true, .fragments = true};
-
-  void allocate(std::size_t n) {
-    const Options& o = this->options_;
-    if (o.fragments > n)
-      invalid_setting("cocod::Options", "fragments", "must be at most the parameter count (" + std::to_string(n) + ")", o.fragments);
+  void begin(Ops& ops, Span x) {
+    const std::size_t n = x.size(), F = fragments_.count;
+    if (F > n) invalid_setting("cocod::Fragments", "count", "must be at most the parameter count (" + std::to_string(n) + ")", F);
     anchor_.resize(n);
-    gradient_.resize(n);
-    fragments_ = detail::Fragments{n, o.fragments};
-    this->prepare(send_, fragments_.capacity(), n, o.fragments);
-    family_ = o.outer.has_value() || o.compress != Compression::none || o.fragments > 1;
-    if (family_) outer_.allocate(n, o.outer, o.fragments);
-  }
-  void start(Span x) {
+    rotation_ = detail::Rotation{n, F};
+    ops.prepare(send_, {.name = "send", .size = rotation_.capacity(), .compress = compress_, .model = n, .pieces = F});
+    ops.prepare(gradient_, {.name = "gradient", .size = n, .scratch = true});  // and the final consensus
+    family_ = outer_rule_ || compress_.active() || F > 1;
     copy(B{}, anchor_.span(), x);
     needs_post_ = true;
-    if (!family_) {
-      scale(B{}, send_.model(), x, this->weight());
-      return;
-    }
+    if (!family_) return scale(B{}, send_.model(), x, ops.weight());
+    outer_.allocate(n, outer_rule_, F);
     outer_.start(x);
-    snapshot_fragment(x, 0);
+    snapshot_fragment(ops, x, 0);
   }
-  double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
     if (needs_post_) {  // at the start of a round, after the callbacks voted
-      if (family_)
-        this->post(send_, outer_.z(fragments_.begin(posted_), fragments_.size(posted_)), fragments_.begin(posted_), posted_);
-      else
-        this->post(send_);
+      ops.post(send_, family_ ? outer_.z(rotation_.current()) : Span{});
       needs_post_ = false;
     }
-    const double loss = this->gradient(model, batch, gradient_.span());
-    this->update(x, gradient_.span(), lr);
-    return loss;
+    ops.gradient(batch, gradient_.model());
+    ops.update(x, gradient_.model(), lr);
   }
-  void end_round(Span x) {
-    this->await(send_);
+  void end_round(Ops& ops, Span x) {
+    const Reduced r = ops.wait(send_);
     needs_post_ = true;
-    if (family_) return merge_fragment(x);
-    if (this->withheld()) return restart_from_finite(x);
-    round_end(B{}, x, anchor_.span(), send_.model(), this->weight());
+    if (family_) return merge(ops, r, x);
+    if (r.partial()) return restart(ops, r, x);
+    round_end(B{}, x, anchor_.span(), send_.model(), ops.weight());
   }
-  void finish_run(Span x) {
+  void finish(Ops& ops, Span x) {
     needs_post_ = false;
-    if (this->await(send_) && this->withheld()) {  // (raise: throws here)
-      if (family_)
-        merge_fragment(x);
-      else
-        restart_from_finite(x);
+    if (send_.in_flight()) {  // the last average is not merged: the consensus below is exact
+      const Reduced r = ops.wait(send_);
+      if (r.partial()) family_ ? merge(ops, r, x) : restart(ops, r, x);
     }
-    if (fragments_.count == 1) return this->average(x, send_);
-    for (std::size_t f = 0; f < fragments_.count; ++f) {  // the consensus, a fragment at a time
-      send_.use(fragments_.size(f));
-      this->average(x.subspan(fragments_.begin(f), fragments_.size(f)), send_);
-    }
-  }
-  // A worker withheld its anchor from the average just awaited: every worker restarts from the
-  // consensus of the finite anchors (x = a = xbar / W, s = w x), then as the policy says.
-  void restart_from_finite(Span x) {
-    this->keep_finite(send_.model());
-    copy(B{}, x, send_.model());
-    copy(B{}, anchor_.span(), x);
-    scale(B{}, send_.model(), x, this->weight());
-    this->non_finite(true);
-  }
-  // The family's round end for the fragment that landed (all of the model when F = 1):
-  //   z' = outer(z, z - abar) (no outer optimizer: z' = abar);  x += z' - a  (add-back) or
-  //   x = (1 - alpha) z' + alpha x  (lerp);  then the next fragment's snapshot a = x, s = w x.
-  void merge_fragment(Span x) {
-    const std::size_t f = posted_, lo = fragments_.begin(f), n = fragments_.size(f);
-    Span xs = x.subspan(lo, n), as = anchor_.span().subspan(lo, n), abar = send_.model();
-    if (this->withheld()) {  // z = x = a = the consensus of the finite contributions
-      this->keep_finite(send_, outer_.z(lo, n));
-      copy(B{}, outer_.z(lo, n), abar);
-      if (this->withheld_here_) {  // its own state held the NaN: all of it starts again from z
-        copy(B{}, x, outer_.z());
-        copy(B{}, anchor_.span(), x);
-      } else {
-        copy(B{}, xs, abar);
-        copy(B{}, as, xs);
-      }
-      this->non_finite(true);
-    } else {
-      outer_.step(lo, abar, f);
-      if (this->options_.fragment_merge == FragmentMerge::lerp)
-        lerp(B{}, xs, outer_.z(lo, n), static_cast<T>(this->options_.fragment_alpha));
-      else
-        add_back(B{}, xs, as, outer_.z(lo, n));
-    }
-    snapshot_fragment(x, (f + 1) % fragments_.count);
-  }
-  // Fragment f's snapshot, posted at the next round's start: a^f = x^f, s = w x^f.
-  void snapshot_fragment(Span x, std::size_t f) {
-    posted_ = f;
-    const std::size_t lo = fragments_.begin(f), n = fragments_.size(f);
-    send_.use(n);
-    snapshot(B{}, anchor_.span().subspan(lo, n), send_.model(), x.subspan(lo, n), this->weight());
+    ops.average(x, gradient_);
   }
   // Between rounds the next all-reduce is not posted yet: the anchor and the send buffer (an
   // exchange, saved by the run) hold the round's state.
@@ -138,30 +126,85 @@ class Optimizer : public Trainer<Optimizer<Model, Comm, Schedule, Update>, Model
   void serialize(Archive& a) {
     a("anchor", anchor_);
     a("needs_post", needs_post_);
-    if (family_) {
-      outer_.serialize(a);
-      a("fragment", posted_);
-      if constexpr (!Archive::saving)
-        if (posted_ >= fragments_.count || send_.model_size() != fragments_.size(posted_))
-          a.fail("fragment", "is not a fragment of this run, or not the one section 'exchange.0' holds (corrupt)");
+    if (!family_) return;
+    outer_.serialize(a);
+    rotation_.serialize(a);
+    if constexpr (!Archive::saving) {
+      if (send_.model_size() != rotation_.current().size)
+        a.fail("fragment", "is not the fragment that section 'exchange.send' holds (corrupt)");
+      send_.use(rotation_.current());
     }
-    if constexpr (!Archive::saving)
-      if (send_.in_flight())
-        a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
-                       " has none between rounds (corrupt)");
   }
 
-  backend::buffer<B, T> anchor_, gradient_;
-  Exchange send_;  // s_i (of the fragment posted next)
-  detail::OuterModel<B, T> outer_;  // z, with an outer optimizer, compression or fragments
-  detail::Fragments fragments_{};
-  std::size_t posted_ = 0;  // the fragment of the exchange posted next or in flight
+ private:
+  // A worker withheld its anchor from the average that landed: every worker restarts from the
+  // consensus of the finite anchors (x = a = xbar, s = w x).
+  void restart(Ops& ops, const Reduced& r, Span x) {
+    copy(B{}, x, r.consensus());
+    copy(B{}, anchor_.span(), x);
+    scale(B{}, send_.model(), x, ops.weight());
+    ops.acknowledge(r, Recovery::restarted);
+  }
+  // The family's round end for the fragment that landed (all of the model when F = 1):
+  //   z' = outer(z, z - abar) (no outer optimizer: z' = abar);  x += z' - a  (add-back) or
+  //   x = (1 - alpha) z' + alpha x  (lerp);  then the next fragment's snapshot a = x, s = w x.
+  // A partial average: no outer step, z' = the consensus; the fragment restarts from it (all of
+  // the model, from z, on a worker whose own state held the NaN).
+  void merge(Ops& ops, const Reduced& r, Span x) {
+    const detail::Piece p = rotation_.current();
+    Span xs = x.subspan(p.offset, p.size), as = anchor_.span().subspan(p.offset, p.size);
+    if (r.partial()) {
+      copy(B{}, outer_.z(p), r.consensus());
+      if (r.withheld_here()) {
+        copy(B{}, x, outer_.z());
+        copy(B{}, anchor_.span(), x);
+      } else {
+        copy(B{}, xs, send_.model());
+        copy(B{}, as, xs);
+      }
+      ops.acknowledge(r, Recovery::restarted);
+    } else {
+      outer_.step(p, send_.model());
+      detail::merge(B{}, fragments_, xs, as, outer_.z(p));
+    }
+    snapshot_fragment(ops, x, rotation_.next());
+  }
+  // Fragment f's snapshot, posted at the next round's start: a^f = x^f, s = w x^f.
+  void snapshot_fragment(Ops& ops, Span x, std::size_t f) {
+    rotation_.turn_to(f);
+    const detail::Piece p = rotation_.current();
+    send_.use(p);
+    snapshot(B{}, anchor_.span().subspan(p.offset, p.size), send_.model(), x.subspan(p.offset, p.size), ops.weight());
+  }
+
+  std::optional<Outer> outer_rule_;
+  Compress compress_;
+  Fragments fragments_;
+  backend::buffer<B, T> anchor_;
+  typename Ops::exchange_type send_;      // s_i (of the fragment posted next)
+  typename Ops::exchange_type gradient_;  // the step's gradient, and the final consensus
+  detail::OuterModel<B, T> outer_;        // z, with an outer optimizer, compression or fragments
+  detail::Rotation rotation_{};
   bool family_ = false;
   bool needs_post_ = false;
 };
 
-/// The paper's name for the same algorithm.
+}  // namespace rules
+
+/// CoCoD-SGD (Shen et al., IJCAI 2019): communication every k steps, overlapped with the next k
+/// steps (rules::CoCoDSGD has its rule). Construct it with the communicator, the Options, and
+/// in any order its Schedule, its Update and the family's settings it takes: Outer, Compress,
+/// Fragments.
+///
+/// \tparam Model    a cocod::Model.
+/// \tparam Comm     a cocod::comm::Communicator (comm::Local, comm::Threads, comm::Throttled<...>, comm::Mpi).
+/// \tparam Schedule decides k, M_i and the learning rate (schedule::Fixed<lr::...>).
+/// \tparam Update   the local update (update::Sgd: momentum, Nesterov, weight decay).
 template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-using CoCoDSGD = Optimizer<Model, Comm, Schedule, Update>;
+using CoCoDSGD = Trainer<rules::CoCoDSGD, Model, Comm, Schedule, Update>;
+
+/// The name CoCoD-SGD had first, kept: the same type as CoCoDSGD.
+template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
+using Optimizer = CoCoDSGD<Model, Comm, Schedule, Update>;
 
 }  // namespace cocod

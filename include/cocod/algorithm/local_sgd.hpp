@@ -1,90 +1,99 @@
 #pragma once
 // Local-SGD: k local steps, then a blocking average of the models.
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <tuple>
+
 #include "cocod/algorithm/trainer.hpp"
+#include "cocod/family/compress.hpp"
+#include "cocod/family/outer.hpp"
 
 namespace cocod {
+namespace rules {
 
-/// Local-SGD (periodic model averaging, PR-SGD). Each round:
+/// Local-SGD's rule (periodic model averaging, PR-SGD). Each round:
 ///
 ///     k local steps on x_i;   x_i = sum_j w_j x_j   (blocking all-reduce)
 ///
-/// Momentum stays local. With an outer optimizer (Options::outer: SlowMo, DiLoCo) the average
-/// moves an outer model z that every worker then starts from:
+/// Momentum stays local. With an Outer optimizer (SlowMo, DiLoCo) the average moves an outer
+/// model z that every worker then starts from:
 ///
 ///     xbar = sum_j w_j x_j;  z = outer(z, z - xbar);  x_i = z
 ///
-/// and with Options::compress the average is taken of deviations from z, with error feedback
-/// (docs/algorithm.md). Template parameters as cocod::Optimizer.
-template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class LocalSGD : public Trainer<LocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = Trainer<LocalSGD, Model, Comm, Schedule, Update>;
-  friend Base;
-  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
+/// and with Compress the average is taken of deviations from z, with error feedback
+/// (docs/algorithm.md).
+template <class Ops>
+class LocalSGD {
+  using T = typename Ops::scalar_type;
+  using B = typename Ops::backend_type;
+  using Span = typename Ops::span_type;
 
  public:
   static constexpr const char* name = "Local-SGD";
-  using Base::Base;
+  using settings = std::tuple<std::optional<Outer>, Compress>;
+  explicit LocalSGD(const settings& s) : outer_rule_(std::get<0>(s)), compress_(std::get<1>(s)) {}
 
- private:
-  static constexpr detail::Accepts accepts{.outer = true, .compress = true};
-
-  void allocate(std::size_t n) {
+  void begin(Ops& ops, Span x) {
+    const std::size_t n = x.size();
     gradient_.resize(n);
-    this->prepare(send_, n, n, 1);
-    const Options& o = this->options_;
-    family_ = o.outer.has_value() || o.compress != Compression::none;
-    if (family_) outer_.allocate(n, o.outer, 1);
-  }
-  void start(Span x) {
+    ops.prepare(send_, {.name = "send", .size = n, .compress = compress_, .scratch = true});
+    family_ = outer_rule_ || compress_.active();
     averaged_ = true;
-    if (family_) outer_.start(x);
+    if (!family_) return;
+    outer_.allocate(n, outer_rule_, 1);
+    outer_.start(x);
   }
-  double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
-    const double loss = this->gradient(model, batch, gradient_.span());
-    this->update(x, gradient_.span(), lr);
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    ops.gradient(batch, gradient_.span());
+    ops.update(x, gradient_.span(), lr);
     averaged_ = false;
-    return loss;
   }
-  void end_round(Span x) {
+  void end_round(Ops& ops, Span x) {
     if (family_)
-      outer_round(x);
+      outer_round(ops, x);
     else
-      this->average(x, send_);
+      ops.average(x, send_);
     averaged_ = true;
   }
-  void finish_run(Span x) {  // a partial round: the exact consensus, with no outer step
-    if (!averaged_) this->average(x, send_);
-  }
-  // xbar (compressed: z + the decoded sum of the deviations); z = outer(z, z - xbar); x = z. A
-  // withheld contribution: no outer step, z = x = the consensus of the finite contributions.
-  void outer_round(Span x) {
-    scale(B{}, send_.model(), x, this->weight());
-    this->reduce(send_, outer_.z());
-    const bool incomplete = this->withheld();
-    if (incomplete) {
-      this->keep_finite(send_, outer_.z());
-      copy(B{}, outer_.z(), send_.model());
-    } else {
-      outer_.step(0, send_.model());
-    }
-    copy(B{}, x, outer_.z());
-    if (incomplete) this->non_finite(true);
+  void finish(Ops& ops, Span x) {  // a partial round: the exact consensus, with no outer step
+    if (!averaged_) ops.average(x, send_);
   }
   template <class Archive>
   void serialize(Archive& a) {
     a("averaged", averaged_);
     if (family_) outer_.serialize(a);
-    if constexpr (!Archive::saving)
-      if (send_.in_flight())
-        a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
-                       " has none between rounds (corrupt)");
   }
 
+ private:
+  // xbar (compressed: z + the decoded sum of the deviations); z = outer(z, z - xbar); x = z. A
+  // partial average: no outer step, z = x = the consensus of the finite contributions.
+  void outer_round(Ops& ops, Span x) {
+    scale(B{}, send_.model(), x, ops.weight());
+    const auto r = ops.reduce(send_, outer_.z());
+    const detail::Piece whole{0, x.size(), 0};
+    if (r.partial())
+      copy(B{}, outer_.z(), r.consensus());
+    else
+      outer_.step(whole, send_.model());
+    copy(B{}, x, outer_.z());
+    ops.acknowledge(r, Recovery::restarted);
+  }
+
+  std::optional<Outer> outer_rule_;
+  Compress compress_;
   backend::buffer<B, T> gradient_;
-  Exchange send_;
+  typename Ops::exchange_type send_;
   detail::OuterModel<B, T> outer_;  // with an outer optimizer or compression
   bool family_ = false;
   bool averaged_ = true;
 };
+
+}  // namespace rules
+
+/// Local-SGD: k local steps, then a blocking average of the models (rules::LocalSGD). It takes
+/// the family's Outer (SlowMo, DiLoCo) and Compress; template parameters as cocod::CoCoDSGD.
+template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
+using LocalSGD = Trainer<rules::LocalSGD, Model, Comm, Schedule, Update>;
 
 }  // namespace cocod

@@ -1,13 +1,45 @@
 #pragma once
 // Overlap-Local-SGD: the models are pulled towards an anchor that is averaged in the background.
+#include <cstddef>
+#include <span>
+#include <tuple>
+
 #include "cocod/algorithm/trainer.hpp"
+#include "cocod/family/compress.hpp"
+#include "cocod/family/pull_back.hpp"
 
 namespace cocod {
+namespace backend {
+namespace passes {
+template <class T>
+struct PullBackStep {
+  T* x;
+  const T* z;
+  T* v;
+  T* send;
+  T alpha, mu, w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    x[i] -= alpha * (x[i] - z[i]);
+    v[i] = mu == T(0) ? z[i] - x[i] : mu * v[i] + (z[i] - x[i]);
+    send[i] = w * (z[i] - v[i]);
+  }
+};
+}  // namespace passes
 
-/// Overlap-Local-SGD (Wang, Liang and Joshi, ICASSP 2020). The models are never replaced by an
-/// average: each is pulled towards an anchor z, and the next anchor is averaged while the next
-/// round's k local steps run. Per worker i, with alpha = Options::pull_alpha and
-/// mu = Options::anchor_momentum:
+/// Overlap-Local-SGD's round end, one pass: x = x - alpha * (x - z);  v = mu * v + (z - x)
+/// (v = z - x when mu = 0);  send = w * (z - v).
+template <class B, class S>
+void pull_back(B b, S x, read_only_t<S> z, S v, S send, element_t<S> alpha, element_t<S> mu, element_t<S> w) {
+  for_each_index(b, x.size(), passes::PullBackStep<element_t<S>>{x.data(), z.data(), v.data(), send.data(), alpha, mu, w});
+}
+}  // namespace backend
+
+namespace rules {
+
+/// Overlap-Local-SGD's rule (Wang, Liang and Joshi, ICASSP 2020). The models are never replaced
+/// by an average: each is pulled towards an anchor z, and the next anchor is averaged while the
+/// next round's k local steps run. Per worker i, with alpha = PullBack::alpha and
+/// mu = PullBack::anchor_momentum:
 ///
 ///     start:      z = x_0, v_i = 0
 ///     each round: k local steps on x_i                       (while the all-reduce runs)
@@ -18,88 +50,84 @@ namespace cocod {
 ///     finish:     wait; x_i = sum_j w_j x_j                   (the consensus, on every worker)
 ///
 /// Memory beyond the model: anchor z, anchor momentum v_i, send buffer, gradient, momentum if
-/// used. Options::compress sends z - v_j as a deviation from z, with error feedback.
-/// Template parameters as cocod::Optimizer.
-template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class OverlapLocalSGD
-    : public Trainer<OverlapLocalSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = Trainer<OverlapLocalSGD, Model, Comm, Schedule, Update>;
-  friend Base;
-  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
+/// used. Compress sends z - v_j as a deviation from z, with error feedback.
+template <class Ops>
+class OverlapLocalSGD {
+  using T = typename Ops::scalar_type;
+  using B = typename Ops::backend_type;
+  using Span = typename Ops::span_type;
 
  public:
   static constexpr const char* name = "Overlap-Local-SGD";
-  using Base::Base;
+  using settings = std::tuple<PullBack, Compress>;
+  explicit OverlapLocalSGD(const settings& s) : pull_(std::get<0>(s)), compress_(std::get<1>(s)) {}
 
- private:
-  static constexpr detail::Accepts accepts{.compress = true};
-
-  void allocate(std::size_t n) {
-    gradient_.resize(n);
+  void begin(Ops& ops, Span x) {
+    const std::size_t n = x.size();
     anchor_.resize(n);
     velocity_.resize(n);
-    this->prepare(send_, n, n, 1);
-  }
-  void start(Span x) {
+    ops.prepare(send_, {.name = "anchor", .size = n, .compress = compress_, .in_flight_between_rounds = true});
+    ops.prepare(gradient_, {.name = "gradient", .size = n, .scratch = true});  // and the final consensus
     copy(B{}, anchor_.span(), x);
     zero(B{}, velocity_.span());
-    posted_ = needs_post_ = false;
+    needs_post_ = false;
   }
-  double compute(Model& model, Span x, std::span<const std::size_t> batch, T lr) {
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
     if (needs_post_) {  // at the start of a round, after the callbacks voted
-      this->post(send_, anchor_.span());
+      ops.post(send_, anchor_.span());
       needs_post_ = false;
-      posted_ = true;
     }
-    const double loss = this->gradient(model, batch, gradient_.span());
-    this->update(x, gradient_.span(), lr);
-    return loss;
+    ops.gradient(batch, gradient_.model());
+    ops.update(x, gradient_.model(), lr);
   }
-  void end_round(Span x) {
-    land(x);
-    const Options& o = this->options_;
-    pull_back(B{}, x, anchor_.span(), velocity_.span(), send_.model(), static_cast<T>(o.pull_alpha),
-              static_cast<T>(o.anchor_momentum), this->weight());
+  void end_round(Ops& ops, Span x) {
+    land(ops, x);
+    pull_back(B{}, x, anchor_.span(), velocity_.span(), send_.model(), static_cast<T>(pull_.alpha),
+              static_cast<T>(pull_.anchor_momentum), ops.weight());
     needs_post_ = true;
   }
-  void finish_run(Span x) {
+  void finish(Ops& ops, Span x) {
     needs_post_ = false;
-    land(x);
-    this->average(x, send_);
-  }
-  // z = wait(), when an anchor is in flight. A withheld contribution: z is the consensus of the
-  // finite ones, and a worker that withheld its own starts again from it (x = z, v = 0).
-  void land(Span x) {
-    if (!posted_) return;
-    posted_ = false;
-    this->await(send_);
-    const bool incomplete = this->withheld();
-    if (incomplete) this->keep_finite(send_, anchor_.span());
-    copy(B{}, anchor_.span(), send_.model());
-    if (!incomplete) return;
-    const bool own = this->withheld_here_;
-    if (own) {
-      copy(B{}, x, anchor_.span());
-      zero(B{}, velocity_.span());
-    }
-    this->non_finite(own, " the anchor is the consensus of the finite contributions, and a worker that withheld its own"
-                          " model starts again from it");
+    land(ops, x);
+    ops.average(x, gradient_);
   }
   template <class Archive>
   void serialize(Archive& a) {
     a("anchor", anchor_);
     a("anchor_momentum", velocity_);
-    a("posted", posted_);
     a("needs_post", needs_post_);
-    if constexpr (!Archive::saving)
-      if (send_.in_flight() != posted_)
-        a.fail("posted", "does not match section 'exchange.0' (corrupt)");
   }
 
-  backend::buffer<B, T> gradient_, anchor_, velocity_;  // z and v_i
-  Exchange send_;
-  bool posted_ = false;      // an anchor is in flight (or settled, before a checkpoint)
-  bool needs_post_ = false;  // the next round's start posts it
+ private:
+  // z = wait(), when an anchor is in flight. A partial average: z is the consensus of the finite
+  // contributions, and a worker that withheld its own starts again from it (x = z, v = 0).
+  void land(Ops& ops, Span x) {
+    if (!send_.in_flight()) return;
+    const auto r = ops.wait(send_);
+    copy(B{}, anchor_.span(), r.consensus());
+    if (!r.partial()) return;
+    if (r.withheld_here()) {
+      copy(B{}, x, anchor_.span());
+      zero(B{}, velocity_.span());
+    }
+    ops.acknowledge(r, r.withheld_here() ? Recovery::restarted : Recovery::kept,
+                    " the anchor is the consensus of the finite contributions, and a worker that withheld its own"
+                    " model starts again from it");
+  }
+
+  PullBack pull_;
+  Compress compress_;
+  backend::buffer<B, T> anchor_, velocity_;  // z and v_i
+  typename Ops::exchange_type send_;
+  typename Ops::exchange_type gradient_;  // the step's gradient, and the final consensus
+  bool needs_post_ = false;               // the next round's start posts the anchor
 };
+
+}  // namespace rules
+
+/// Overlap-Local-SGD (Wang, Liang and Joshi, ICASSP 2020; rules::OverlapLocalSGD). It takes
+/// PullBack and Compress; template parameters as cocod::CoCoDSGD.
+template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
+using OverlapLocalSGD = Trainer<rules::OverlapLocalSGD, Model, Comm, Schedule, Update>;
 
 }  // namespace cocod

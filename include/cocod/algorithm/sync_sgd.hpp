@@ -1,48 +1,50 @@
 #pragma once
 // S-SGD: all-reduce the weighted gradients every step, blocking.
+#include <cstddef>
+#include <span>
+
 #include "cocod/algorithm/trainer.hpp"
 
 namespace cocod {
+namespace rules {
 
-/// Synchronous (mini-batch) SGD. Every step:
+/// Synchronous (mini-batch) SGD's rule. Every step:
 ///
 ///     g_i = grad f_i(x; batch_i);   gbar = sum_j w_j g_j  (blocking all-reduce);   x = update(x, gbar)
 ///
 /// All workers apply the same update, so their models (and momentum) stay identical. The period
-/// only groups steps into rounds for reporting. Template parameters as cocod::Optimizer.
-template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
-class SyncSGD : public Trainer<SyncSGD<Model, Comm, Schedule, Update>, Model, Comm, Schedule, Update> {
-  using Base = Trainer<SyncSGD, Model, Comm, Schedule, Update>;
-  friend Base;
-  using typename Base::T, typename Base::B, typename Base::Span, typename Base::Exchange;
+/// only groups steps into rounds for reporting.
+template <class Ops>
+class SyncSGD {
+  using T = typename Ops::scalar_type;
+  using B = typename Ops::backend_type;
+  using Span = typename Ops::span_type;
 
  public:
   static constexpr const char* name = "S-SGD";
-  using Base::Base;
+
+  void begin(Ops& ops, Span x) { ops.prepare(reduce_, {.name = "gradient", .size = x.size(), .scratch = true}); }
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    const Span g = reduce_.model();
+    ops.gradient(batch, g);
+    scale(B{}, g, g, ops.weight());
+    const auto r = ops.reduce(reduce_);
+    if (r.partial()) return ops.acknowledge(r, Recovery::kept);  // (skip) no update: the batch is skipped
+    ops.update(x, g, lr);
+  }
+  void end_round(Ops&, Span) {}
+  void finish(Ops&, Span) {}  // the models are identical
+  template <class Archive>
+  void serialize(Archive&) {}  // models stay identical; the exchange is scratch between steps
 
  private:
-  void allocate(std::size_t n) { this->prepare(reduce_, n); }
-  double compute(Model& model, Span, std::span<const std::size_t> batch, T) {
-    return this->gradient(model, batch, reduce_.model());
-  }
-  void communicate(Span x, T lr) {
-    auto g = reduce_.model();
-    scale(B{}, g, g, this->weight());
-    this->reduce(reduce_);
-    if (this->withheld()) return this->non_finite(false);  // (skip) no update: the batch is skipped
-    this->update(x, g, lr);
-  }
-
-  // Models stay identical; the exchange is scratch between steps, never in flight.
-  template <class Archive>
-  void serialize(Archive& a) {
-    if constexpr (!Archive::saving)
-      if (reduce_.in_flight())
-        a.fail("", "does not fit section 'exchange.0', which holds a collective in flight: " + std::string(name) +
-                       " has none between rounds (corrupt)");
-  }
-
-  Exchange reduce_;
+  typename Ops::exchange_type reduce_;
 };
+
+}  // namespace rules
+
+/// Synchronous (mini-batch) SGD (rules::SyncSGD). Template parameters as cocod::CoCoDSGD.
+template <class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
+using SyncSGD = Trainer<rules::SyncSGD, Model, Comm, Schedule, Update>;
 
 }  // namespace cocod

@@ -1,25 +1,24 @@
 #pragma once
-// The run API every algorithm shares (optimize, or begin / next_batch / step / finish), and the
-// base an algorithm derives from. The data path is a short loop over parts that each own their
-// run state: the sampler, the local update, the schedule's window, the control slots, the
-// exchanges in flight, the clock and report. An algorithm says only what it does with
-// communication; see docs/extending.md for writing one.
+// The run API every algorithm shares (optimize, or begin / next_batch / step / finish), over
+// the algorithm's rule. A rule says only what a worker does with communication, through the
+// operations it receives in each hook (docs/extending.md); the trainer owns the run's parts.
 #include <cstddef>
-#include <optional>
-#include <span>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "cocod/algorithm/operations.hpp"
 #include "cocod/callbacks/hooks.hpp"
-#include "cocod/checkpoint/store.hpp"
 #include "cocod/report.hpp"
 #include "cocod/schedule/fixed.hpp"
 #include "cocod/stop.hpp"
 #include "cocod/trace/timeline.hpp"
 #include "cocod/update/sgd.hpp"
 #define COCOD_INTERNAL_INCLUDE
-#include "cocod/algorithm/detail/run.hpp"
+#include "cocod/algorithm/detail/parts.hpp"
+#include "cocod/algorithm/detail/rule_checks.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod {
@@ -33,50 +32,44 @@ struct ResumeOptions {
   bool workers_may_change = false;
 };
 
-/// The base of every algorithm (CRTP: `Derived` is the algorithm) and the run API its users
-/// call. The algorithm supplies, as members the base may call (make the base a friend):
+/// An algorithm and the run API its users call: cocod::CoCoDSGD, SyncSGD, LocalSGD, PipeSGD and
+/// OverlapLocalSGD are trainers of their rules, and so is an algorithm of one's own.
 ///
-///     static constexpr const char* name;                    // "CoCoD-SGD", shown in reports
-///     void allocate(std::size_t n);                          // its buffers, for n parameters
-///     double compute(Model&, Span x, batch, T lr);          // the step's gradient and local work
-///
-/// and where it needs them (the base's defaults do nothing):
-///
-///     void start(Span x);                 // after x was broadcast from rank 0
-///     void communicate(Span x, T lr);     // the step's communication, after its loss is counted
-///     void end_round(Span x);             // at the end of every full round
-///     void finish_run(Span x);            // at the end of the run: leave the consensus in x
-///
-/// with the protected helpers of detail::Run (gradient, update, prepare, post / await, reduce,
-/// average, weight): see docs/extending.md.
-///
-/// \tparam Derived  the algorithm.
+/// \tparam Rule     the algorithm's rule, `template <class Ops> class Rule` (docs/extending.md).
 /// \tparam Model    a cocod::Model.
 /// \tparam Comm     a cocod::comm::Communicator.
 /// \tparam Schedule decides k, M_i and the learning rate (schedule::Fixed<lr::...>, schedule::Adaptive<...>).
 /// \tparam Update   the local update (update::Sgd: momentum, Nesterov, weight decay).
-template <class Derived, class Model, class Comm, class Schedule, class Update>
-class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
+template <template <class> class Rule, class Model, class Comm, class Schedule = schedule::Fixed<>, class Update = update::Sgd>
+class Trainer {
   using Run = detail::Run<Model, Comm, Schedule, Update>;
 
  public:
   using model_type = Model;
   using communicator_type = Comm;
-  using scalar_type = typename Run::T;
-  using backend_type = typename Run::B;
+  using schedule_type = Schedule;
+  using update_type = Update;
+  using operations_type = Operations<Model, Comm, Schedule, Update>;
+  using rule_type = Rule<operations_type>;
+  using scalar_type = typename operations_type::scalar_type;
+  using backend_type = typename operations_type::backend_type;
   /// std::span<T> for host parameters, backend::device_span<T> for device parameters.
-  using span_type = typename Run::Span;
+  using span_type = typename operations_type::span_type;
+  /// The settings of the algorithm's own it takes besides Options, Schedule and Update.
+  using settings_type = typename detail::settings_of<rule_type>::type;
   /// True when the schedule measures and re-plans (batch sizes, period) during the run.
   static constexpr bool adaptive = Run::measuring;
+  /// The algorithm's name, as reports and checkpoints show it ("CoCoD-SGD").
+  static constexpr const char* name = detail::RuleChecks<rule_type, operations_type>::name();
 
-  /// Validates options and schedule (std::invalid_argument naming the field) against the
-  /// communicator's size.
-  Trainer(Comm comm, Options options, Schedule schedule = {}, Update update = {})
-      : Run(std::move(comm), std::move(options), std::move(schedule), std::move(update)) {
-    detail::Accepts accepts{};
-    if constexpr (requires { Derived::accepts; }) accepts = Derived::accepts;
-    this->check_family(Derived::name, accepts);
-  }
+  /// Validates the options and every setting (std::invalid_argument naming the field) against
+  /// the communicator. After the options come, in any order, the Schedule, the Update and the
+  /// algorithm's own settings (for CoCoD-SGD: Outer, Compress, Fragments), each at most once.
+  template <class... Parts>
+    requires(detail::taken_by_the_algorithm<std::remove_cvref_t<Parts>, Schedule, Update, settings_type> && ...)
+  explicit Trainer(Comm comm, Options options, Parts&&... parts)
+      : Trainer(sorted{}, std::move(comm), std::move(options),
+                detail::Parts<Schedule, Update, settings_type>::sort(std::forward<Parts>(parts)...)) {}
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
@@ -90,32 +83,33 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
                                        "cocod::Steps{n} or cocod::Rounds{n}");
     if constexpr (StopCondition<Stop>) {
       if (resume_from_) {
-        resume(model, resume_from_->first, stop, resume_from_->second);
-        resume_from_.reset();  // (kept when the resume failed: a retry resumes again)
+        resume_from_(model, [&] { begin(model, stop); });
+        resume_from_ = nullptr;  // (kept when the resume failed: a retry resumes again)
       } else {
         begin(model, stop);
       }
+      const auto& pos = run_.loop().pos();
       try {
-        (callbacks::hooks::begin(callbacks, this->info_), ...);
+        (callbacks::hooks::begin(callbacks, info()), ...);
         // A run resumed from the round end where its stop was agreed stops there, as it did.
-        bool stopping = this->pos_.round_ended && stop_agreed();
-        while (!stopping && this->pos_.step < this->pos_.total_steps) {
-          const double loss = advance(model, this->parameters(model, "step"), next_batch());
+        bool stopping = pos.round_ended && stop_agreed();
+        while (!stopping && pos.step < pos.total_steps) {
+          const double loss = advance(model, run_.parameters(model, "step"), next_batch());
           bool stop_asked = false;
-          const StepInfo s{this->pos_.step - 1, loss, this->pos_.learning_rate};
+          const StepInfo s{pos.step - 1, loss, pos.learning_rate};
           ((stop_asked |= callbacks::hooks::step(callbacks, s)), ...);
-          if (this->pos_.round_ended) ((stop_asked |= callbacks::hooks::round(callbacks, last_round())), ...);
+          if (pos.round_ended) ((stop_asked |= callbacks::hooks::round(callbacks, last_round())), ...);
           if (stop_asked) request_stop();
           // Late hooks see the round with every vote of its hooks recorded (a checkpoint saves them).
-          if (this->pos_.round_ended) (callbacks::hooks::after_round(callbacks, last_round()), ...);
-          stopping = this->pos_.round_ended && stop_agreed();
+          if (pos.round_ended) (callbacks::hooks::after_round(callbacks, last_round()), ...);
+          stopping = pos.round_ended && stop_agreed();
         }
-        if (stopping) this->recorder_.stopped_early();
+        if (stopping) run_.recorder().stopped_early();
       } catch (...) {  // a callback's failure (a checkpoint that cannot be written) ends the run
-        this->abandon();
+        run_.abandon();
         throw;
       }
-      const std::size_t closed = this->recorder_.closed();
+      const std::size_t closed = run_.recorder().closed();
       Report report = finish(model);
       if (report.rounds_dropped + report.rounds.size() > closed)  // finish() closed a last, partial round
         (callbacks::hooks::round(callbacks, report.rounds.back()), ...);
@@ -129,21 +123,14 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
   /// parameters and computes the weights w_i. Then: next_batch() and step() until you stop,
   /// and finish().
   void begin(Model& model) {
-    this->setup(model, Derived::name, [&](std::size_t n) { self().allocate(n); },
-                [&](span_type x) { self().start(x); });
-    if constexpr (requires(Model& m) { m.buffers(); } && !BufferedModel<Model>) {
-      static_assert(model_requirements::always_false<Model>,
-                    "cocod::BufferedModel: the model's buffers() must return one contiguous buffer of the parameters' "
-                    "scalar and memory space, by reference or as a view (std::span<T>, cocod::device_span<T>), not an "
-                    "owning container by value");
-    } else if constexpr (BufferedModel<Model>) {
-      try {
-        this->start_buffers(as_span(model.buffers()));
-      } catch (...) {
-        this->abandon();
-        throw;
-      }
-    }
+    static_assert(!(requires(Model& m) { m.buffers(); } && !BufferedModel<Model>),
+                  "cocod::BufferedModel: the model's buffers() must return one contiguous buffer of the parameters' "
+                  "scalar and memory space, by reference or as a view (std::span<T>, cocod::device_span<T>), not an "
+                  "owning container by value");
+    run_.setup(model, name, [&](span_type x) {
+      operations_type ops{run_, model};
+      if constexpr (hooks) rule_.begin(ops, x);
+    });
   }
   /// Starts a run whose length is given by Epochs, Steps or Rounds (info().total_steps).
   template <class Stop>
@@ -153,161 +140,137 @@ class Trainer : public detail::Run<Model, Comm, Schedule, Update> {
     begin(model);
     if constexpr (StopCondition<Stop>) {
       try {
-        this->set_length(stop.steps(this->info_.steps_per_epoch, this->plan_.period));
+        run_.set_length(stop.steps(info().steps_per_epoch, run_.loop().plan().period));
       } catch (...) {  // a bad length (Steps{0}): no run
-        this->abandon();
+        run_.abandon();
         throw;
       }
     }
   }
 
-  // ---- checkpoints ------------------------------------------------------------------------------
-
-  /// Saves the run into `store`, as the checkpoint of the current round: every worker calls it
-  /// at the same round boundary (once round_ended(), or before the first step). Each worker
-  /// writes its own file atomically; once all have, rank 0 writes the manifest and removes
-  /// checkpoints beyond the store's keep. A failure on any worker (a full disk) is a
+  /// Saves the run into `store` (a cocod::Checkpoints, from <cocod/checkpoint.hpp>), as the
+  /// checkpoint of the current round: every worker calls it at the same round boundary (once
+  /// round_ended(), or before the first step). A failure on any worker (a full disk) is a
   /// CheckpointError on every worker, and the previous checkpoint stays complete.
-  void save(Model& model, const Checkpoints& store) {
-    auto x = this->parameters(model, "save");
-    if (this->pos_.step_in_round != 0)
+  template <class Store>
+  void save(Model& model, const Store& store) {
+    (void)run_.parameters(model, "save");
+    if (run_.loop().pos().step_in_round != 0)
       throw std::logic_error("cocod: save() between rounds only: call it once round_ended() is true, or before the first step");
-    this->control_.checkpoint_taken();  // before the state is saved: a resumed run must not take it again
-    this->write_checkpoint(store, [&] { return this->save_state(model, x, serializer()); });
+    run_.reducer().votes().checkpoint_taken();  // before the state is saved: a resumed run must not take it again
+    session(store).save(model);
   }
-
   /// Starts a run like begin(model, stop), but from the newest complete checkpoint in `store`,
   /// so that it continues exactly where that run was; every worker calls it. Returns false, and
   /// starts at step 0 like begin(), when the store holds no checkpoint. A checkpoint that does
-  /// not fit (another algorithm, scalar type, parameter count, number of workers, options) or
-  /// is damaged (truncated, corrupt, a file missing) is a CheckpointError on every worker that
-  /// names the file and what differs; nothing is written. Give the same stop as the saved run
-  /// for a bitwise continuation (the learning-rate schedule depends on the run's length).
-  template <class Stop>
-  bool resume(Model& model, const Checkpoints& store, const Stop& stop, ResumeOptions options = {}) {
+  /// not fit (another algorithm, scalar type, parameter count, number of workers, settings) or
+  /// is damaged is a CheckpointError on every worker that names the file and what differs.
+  template <class Store, class Stop>
+  bool resume(Model& model, const Store& store, const Stop& stop, ResumeOptions options = {}) {
     static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
-    const auto found = this->find_checkpoint(store);
-    if (!found) {
-      begin(model, stop);
-      return false;
-    }
-    if (found->workers != this->comm_.size()) {
-      this->elastic_start(model, *found, options.workers_may_change, Derived::name, [&] { begin(model, stop); });
-      return true;
-    }
-    std::vector<std::byte> bytes;
-    std::optional<checkpoint::FileReader> file;
-    this->agreed([&] {
-      bytes = Checkpoints::read_file(*found, this->comm_.rank());
-      file.emplace(bytes, found->file(this->comm_.rank()).string());
-      this->check_file(*file, *found, this->parameters_of(model), Derived::name, false);
-    });
-    begin(model, stop);
-    this->agreed([&] { this->load_state(*file, model, this->parameters(model, "resume"), serializer()); },
-                 [&] { this->abandon(); });
-    return true;
+    return session(store).resume(model, [&] { begin(model, stop); }, options);
   }
   /// The next optimize() resumes from `store` (see resume()) instead of starting at step 0.
-  void resume_from(const Checkpoints& store, ResumeOptions options = {}) { resume_from_.emplace(store, options); }
+  template <class Store>
+  void resume_from(const Store& store, ResumeOptions options = {}) {
+    resume_from_ = [this, store, options](Model& model, const std::function<void()>& begin) {
+      (void)session(store).resume(model, begin, options);
+    };
+  }
 
   /// This worker's next mini-batch of sample indices from its deterministic sampler (valid until
   /// the next call). Its size is the plan's M_i, which an adaptive schedule changes between rounds.
-  [[nodiscard]] std::span<const std::size_t> next_batch() { return this->draw(); }
-
+  [[nodiscard]] std::span<const std::size_t> next_batch() { return run_.loop().draw(); }
   /// One local step on `batch` (indices in [0, num_samples()); std::out_of_range otherwise), and
   /// at the k-th step of a round the round's end. Every worker calls step the same number of
   /// times. Returns this worker's mini-batch loss.
   double step(Model& model, std::span<const std::size_t> batch) {
-    auto x = this->parameters(model, "step");
-    this->check_batch(batch);
+    auto x = run_.parameters(model, "step");
+    run_.loop().check_batch(batch);
     return advance(model, x, batch);
   }
-
   /// Ends the run: finishes a partial round, waits for communication in flight and leaves the
   /// consensus model (the same on every worker) in `model`. Returns this worker's report.
   /// A failure here (a NonFiniteError of the final average) ends the run all the same.
   Report finish(Model& model) {
-    auto x = this->parameters(model, "finish");
-    try {
-      if (this->pos_.step_in_round != 0) average_model_buffers(model);  // (a full round averaged them at its end)
-      this->close_partial_round();
-      self().finish_run(x);
-    } catch (...) {
-      this->abandon();
-      throw;
-    }
-    return this->end_run();
+    auto x = run_.parameters(model, "finish");
+    return run_.finish(model, [&] {
+      operations_type ops{run_, model};
+      if constexpr (hooks) rule_.finish(ops, x);
+    });
   }
 
   /// Asks every worker to stop. The request travels with the next reduced buffer; the run stops
   /// at the first round end after every worker has received it (the next round, or two for
   /// Pipe-SGD), so all workers stop at the same step. In a loop of your own: stop once
   /// round_ended() && stop_agreed(), then call finish().
-  void request_stop() noexcept { this->control_.vote(); }
+  void request_stop() noexcept { run_.reducer().votes().vote(); }
   /// Asks every worker to checkpoint: the request travels like a stop request, and once
   /// checkpoint_agreed() is true (at the same round end on every worker) each worker calls
   /// save(). callbacks::Checkpoint does this for a time interval.
-  void request_checkpoint() noexcept { this->control_.vote_checkpoint(); }
-  /// True once a checkpoint request of any worker has reached this worker and save() has not
-  /// been called since.
-  [[nodiscard]] bool checkpoint_agreed() const noexcept { return this->control_.state().checkpoint_agreed; }
+  void request_checkpoint() noexcept { run_.reducer().votes().vote_checkpoint(); }
+  /// True once a checkpoint request of any worker has reached this worker and save() has not been called since.
+  [[nodiscard]] bool checkpoint_agreed() const noexcept { return run_.reducer().votes().state().checkpoint_agreed; }
+  /// True once a stop request of any worker has reached this worker.
+  [[nodiscard]] bool stop_agreed() const noexcept { return run_.reducer().votes().state().stop_agreed; }
   /// Records this worker's steps, waits and collectives into `lane` (nullptr: stop recording).
   /// Set it before begin(); see cocod/trace/timeline.hpp for the Chrome trace.
-  void trace(trace::Lane* lane) noexcept { this->recorder_.trace(lane); }
+  void trace(trace::Lane* lane) noexcept { run_.recorder().trace(lane); }
 
-  /// True once a stop request of any worker has reached this worker.
-  [[nodiscard]] bool stop_agreed() const noexcept { return this->control_.state().stop_agreed; }
   /// True if the last step() ended a round.
-  [[nodiscard]] bool round_ended() const noexcept { return this->pos_.round_ended; }
+  [[nodiscard]] bool round_ended() const noexcept { return run_.loop().pos().round_ended; }
   /// The statistics of the last round that ended (after round_ended()).
   [[nodiscard]] const RoundStats& last_round() const {
-    if (this->recorder_.report().rounds.empty()) throw std::logic_error("cocod: last_round() before a round ended");
-    return this->recorder_.report().rounds.back();
+    if (run_.recorder().report().rounds.empty()) throw std::logic_error("cocod: last_round() before a round ended");
+    return run_.recorder().report().rounds.back();
   }
   /// Facts about the run; period, batch_size and weight are those of the current plan.
-  [[nodiscard]] const RunInfo& info() const noexcept { return this->info_; }
-  [[nodiscard]] const Options& options() const noexcept { return this->options_; }
-  [[nodiscard]] const Comm& communicator() const noexcept { return this->comm_; }
-  [[nodiscard]] std::size_t steps_taken() const noexcept { return this->pos_.step; }
-
- protected:
-  ~Trainer() = default;
-
-  // The defaults of the optional members: nothing to do.
-  void start(span_type) {}
-  void communicate(span_type, scalar_type) {}
-  void end_round(span_type) {}
-  void finish_run(span_type) {}
-  // An algorithm that does not say what its run state is cannot be checkpointed: saving or
-  // resuming it is an error at run time (a CheckpointError naming it on every worker), so that
-  // an algorithm without checkpoints still compiles with optimize().
-  template <class Archive>
-  void serialize(Archive&) {
-    throw std::logic_error(std::string("cocod: ") + Derived::name +
-                           " cannot be checkpointed: give it a member `template <class Archive> void serialize(Archive& a)` "
-                           "that names its run state (empty if it has none)");
-  }
+  [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
+  [[nodiscard]] const Options& options() const noexcept { return run_.options(); }
+  /// The algorithm's own settings, as validated.
+  [[nodiscard]] const settings_type& settings() const noexcept { return settings_; }
+  [[nodiscard]] const Comm& communicator() const noexcept { return run_.reducer().comm(); }
+  [[nodiscard]] std::size_t steps_taken() const noexcept { return run_.loop().pos().step; }
 
  private:
-  Derived& self() noexcept { return static_cast<Derived&>(*this); }
-  // An algorithm names its run state in `template <class Archive> void serialize(Archive& a)`
-  // (a("anchor", anchor_); ...; empty if it has none), private like its other hooks.
-  auto serializer() {
-    return [this](auto& archive) { self().serialize(archive); };
+  // Every hook of the rule is there (else one error names the missing one, and no call follows).
+  static constexpr bool hooks = detail::RuleChecks<rule_type, operations_type>::ok;
+  struct sorted {};
+  Trainer(sorted, Comm comm, Options options, detail::Parts<Schedule, Update, settings_type> parts)
+      : run_(std::move(comm), std::move(options), std::move(parts.schedule), std::move(parts.update)),
+        settings_(std::move(parts.settings)),
+        rule_(make_rule(settings_)) {}
+  static rule_type make_rule(const settings_type& s) {
+    std::apply([](const auto&... each) {
+      (detail::validate_setting(each), ...);
+      (detail::check_communicator<typename Run::CommImpl>(each), ...);
+    }, s);
+    if constexpr (std::tuple_size_v<settings_type> > 0) return rule_type(s);
+    else return rule_type();
   }
-  std::optional<std::pair<Checkpoints, ResumeOptions>> resume_from_;
-
+  // The checkpoint session of `store` (found by argument-dependent lookup in <cocod/checkpoint.hpp>).
+  template <class Store>
+  auto session(const Store& store) {
+    return checkpoint_session(store, run_, rule_, settings_);
+  }
   double advance(Model& model, span_type x, std::span<const std::size_t> batch) {
-    return this->run_step([&](scalar_type lr) { return self().compute(model, x, batch, lr); },
-                          [&](scalar_type lr) { self().communicate(x, lr); }, [&] {
-                            self().end_round(x);
-                            average_model_buffers(model);
-                          });
+    return run_.step(
+        model,
+        [&](scalar_type lr) {
+          operations_type ops{run_, model};
+          if constexpr (hooks) rule_.step(ops, x, batch, lr);
+        },
+        [&] {
+          operations_type ops{run_, model};
+          if constexpr (hooks) rule_.end_round(ops, x);
+        });
   }
-  void average_model_buffers(Model& model) {
-    if constexpr (BufferedModel<Model>) this->average_buffers(as_span(model.buffers()));
-  }
+
+  Run run_;
+  settings_type settings_;
+  rule_type rule_;
+  std::function<void(Model&, const std::function<void()>&)> resume_from_;
 };
 
 }  // namespace cocod

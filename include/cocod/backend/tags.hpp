@@ -1,5 +1,6 @@
 #pragma once
-// Backend tags: empty types that select a backend's kernels and buffers at compile time.
+// Backend tags: empty types that select a backend's kernels and buffers at compile time, and the
+// annotation of the element functors that every backend runs (on a GPU: host and device code).
 
 namespace cocod::backend {
 
@@ -12,3 +13,13 @@ struct cpu {};
 struct cuda {};
 
 }  // namespace cocod::backend
+
+/// Marks an element functor's call operator as code for the host and the device, so that one
+/// functor serves every backend's for_each_index (nothing outside nvcc).
+#if !defined(COCOD_HOST_DEVICE)
+#if defined(__CUDACC__)
+#define COCOD_HOST_DEVICE __host__ __device__
+#else
+#define COCOD_HOST_DEVICE
+#endif
+#endif

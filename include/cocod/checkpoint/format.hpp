@@ -22,22 +22,17 @@
 #include <type_traits>
 #include <vector>
 
+#include "cocod/errors.hpp"
+
 namespace cocod {
-
-/// A checkpoint that cannot be written or read as it is: the message names the file (or the
-/// directory) and what is wrong or differs.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 namespace checkpoint {
 
 static_assert(std::endian::native == std::endian::little, "cocod checkpoints are written on little-endian hosts");
 
 inline constexpr std::array<char, 8> magic = {'c', 'o', 'c', 'o', 'd', 'c', 'k', 'p'};
 /// The version this build writes and reads.
-inline constexpr std::uint32_t format_version = 3;  // 2: the family's state, bytes sent per round; 3: the spread of the measured all-reduce time
+inline constexpr std::uint32_t format_version = 4;  // 2: the family's state, bytes sent per round; 3: the spread of the measured all-reduce time;
+                                                    // 4: the settings of every part field by field, the guard's section, exchanges by name
 /// Names of sections and fields are short; a longer one means a corrupt file.
 inline constexpr std::size_t max_name = 64;
 
@@ -179,9 +174,10 @@ class FieldReader {
 class FileWriter : ByteWriter {
  public:
   FileWriter() {
-    out_.resize(magic.size());
-    std::memcpy(out_.data(), magic.data(), magic.size());
-    put(format_version);
+    std::array<std::byte, magic.size() + sizeof(format_version)> start{};  // the magic, then the version
+    std::memcpy(start.data(), magic.data(), magic.size());
+    std::memcpy(start.data() + magic.size(), &format_version, sizeof(format_version));
+    out_.assign(start.begin(), start.end());
   }
   void section(std::string_view name, const FieldWriter& fields) { section(name, std::span(fields.data())); }
   void section(std::string_view name, std::span<const std::byte> payload) {

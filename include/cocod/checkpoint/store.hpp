@@ -29,6 +29,7 @@
 #include "cocod/errors.hpp"
 
 namespace cocod {
+namespace checkpoint {
 
 /// One complete checkpoint as its manifest describes it.
 struct CheckpointInfo {
@@ -302,5 +303,10 @@ class Checkpoints {
   std::filesystem::path dir_;
   std::size_t keep_;
 };
+
+}  // namespace checkpoint
+
+using checkpoint::CheckpointInfo;
+using checkpoint::Checkpoints;
 
 }  // namespace cocod

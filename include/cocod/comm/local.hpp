@@ -59,10 +59,7 @@ class Local {
 
  private:
   static void copy(const char* where, bool all_to_all, std::span<const std::byte> send, std::span<std::byte> recv) {
-    if (all_to_all)
-      (void)detail::all_to_all_block(where, send.data(), send.size(), recv.data(), recv.size(), 1);
-    else
-      (void)detail::all_gather_block(where, send.data(), send.size(), recv.data(), recv.size(), 1, 0);
+    (void)detail::byte_block(all_to_all, where, send, recv, 1, 0);
     if (!send.empty() && send.data() != recv.data()) std::memcpy(recv.data(), send.data(), send.size());
   }
 };

@@ -206,10 +206,7 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
 
   mpi_detail::Operation byte_operation(mpi_detail::Op op, const char* where, std::span<const std::byte> send,
                                        std::span<std::byte> recv) const {
-    const std::size_t block =
-        op == mpi_detail::Op::all_to_all
-            ? detail::all_to_all_block(where, send.data(), send.size(), recv.data(), recv.size(), size())
-            : detail::all_gather_block(where, send.data(), send.size(), recv.data(), recv.size(), size(), rank());
+    const std::size_t block = detail::byte_block(op == mpi_detail::Op::all_to_all, where, send, recv, size(), rank());
     if (block > static_cast<std::size_t>(std::numeric_limits<int>::max()))
       throw std::invalid_argument(std::string(where) + ": blocks of more than 2^31-1 bytes are not supported (got " +
                                   std::to_string(block) + " bytes per block)");

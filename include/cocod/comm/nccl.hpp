@@ -30,10 +30,10 @@ namespace cocod::comm {
 
 namespace nccl_detail {
 inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("cocod::comm::Nccl: ") + what + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess) throw NcclError(std::string("cocod::comm::Nccl: ") + what + ": " + cudaGetErrorString(e));
 }
 inline void check(ncclResult_t e, const char* what) {
-  if (e != ncclSuccess) throw std::runtime_error(std::string("cocod::comm::Nccl: ") + what + ": " + ncclGetErrorString(e));
+  if (e != ncclSuccess) throw NcclError(std::string("cocod::comm::Nccl: ") + what + ": " + ncclGetErrorString(e));
 }
 template <class T>
 ncclDataType_t type() {
@@ -211,8 +211,7 @@ class Nccl {
   }
   /// all_to_all, returning at once: both buffers belong to the communicator until wait() returns.
   [[nodiscard]] Request all_to_all_async(device_span<const std::byte> send, device_span<std::byte> recv) {
-    const std::size_t b = detail::all_to_all_block("cocod::comm::Nccl::all_to_all", send.data(), send.size(),
-                                                   recv.data(), recv.size(), size());
+    const std::size_t b = detail::byte_block(true, "cocod::comm::Nccl::all_to_all", send, recv, size(), rank());
     after_compute();
     if (b == 0) return record();  // nothing moves (every rank has b = 0)
     nccl_detail::check(ncclGroupStart(), "ncclGroupStart");
@@ -236,8 +235,7 @@ class Nccl {
   }
   /// all_gather, returning at once: both buffers belong to the communicator until wait() returns.
   [[nodiscard]] Request all_gather_async(device_span<const std::byte> send, device_span<std::byte> recv) {
-    const std::size_t b = detail::all_gather_block("cocod::comm::Nccl::all_gather", send.data(), send.size(),
-                                                   recv.data(), recv.size(), size(), rank());
+    const std::size_t b = detail::byte_block(false, "cocod::comm::Nccl::all_gather", send, recv, size(), rank());
     after_compute();
     if (b == 0) return record();
     nccl_detail::check(ncclAllGather(send.data(), recv.data(), b, ncclUint8, state_->comm, state_->stream),

@@ -35,7 +35,7 @@ namespace cocod::comm {
 /// Sums are taken in rank order: the result is bitwise the same whatever the thread timing.
 class Threads : public detail::StagedDeviceCollectives<Threads> {
  public:
-  using Request = detail::TicketRequest<detail::Channel>;
+  using Request = detail::TicketRequest<detail::CollectiveQueue<detail::Job>>;
 
   /// Runs fn(Threads) on `workers` threads, rank r on thread r, and returns when all are done.
   /// If a worker throws, the collectives of the others fail with cocod::Aborted instead of
@@ -102,12 +102,9 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
 
  private:
   Threads(std::shared_ptr<detail::Group> g, int rank) : group_(std::move(g)), rank_(rank) {}
-  Request post(const detail::Job& job) { return Request(&group_->channel(rank_), group_->post(rank_, job)); }
+  Request post(const detail::Job& job) { return Request(&group_->channel(rank_).queue, group_->post(rank_, job)); }
   Request post_bytes(detail::Op op, const char* where, std::span<const std::byte> send, std::span<std::byte> recv) {
-    const std::size_t block =
-        op == detail::Op::all_to_all
-            ? detail::all_to_all_block(where, send.data(), send.size(), recv.data(), recv.size(), size())
-            : detail::all_gather_block(where, send.data(), send.size(), recv.data(), recv.size(), size(), rank_);
+    const std::size_t block = detail::byte_block(op == detail::Op::all_to_all, where, send, recv, size(), rank_);
     return post(detail::byte_collective(op, send, recv, block));
   }
   std::shared_ptr<detail::Group> group_;

@@ -166,13 +166,10 @@ class Throttled {
 
  private:
   std::size_t a2a_block(const char* call, std::span<const std::byte> send, std::span<std::byte> recv) const {
-    const std::string where = std::string("cocod::comm::Throttled::") + call;
-    return detail::all_to_all_block(where.c_str(), send.data(), send.size(), recv.data(), recv.size(), size());
+    return detail::byte_block(true, (std::string("cocod::comm::Throttled::") + call).c_str(), send, recv, size(), rank());
   }
   std::size_t gather_block(const char* call, std::span<const std::byte> send, std::span<std::byte> recv) const {
-    const std::string where = std::string("cocod::comm::Throttled::") + call;
-    return detail::all_gather_block(where.c_str(), send.data(), send.size(), recv.data(), recv.size(), size(),
-                                    rank());
+    return detail::byte_block(false, (std::string("cocod::comm::Throttled::") + call).c_str(), send, recv, size(), rank());
   }
   Clock::time_point reserve(double seconds) {
     const auto start = std::max(Clock::now(), *link_free_at_);

@@ -90,21 +90,8 @@ class BatchSampler {
   /// Completed passes over the shard.
   [[nodiscard]] std::size_t passes() const noexcept { return passes_; }
 
-  /// Run state: the generator, the current pass's permutation and the position in it.
-  struct State {
-    Rng rng;
-    std::vector<std::size_t> order;
-    std::size_t position = 0;
-    std::size_t passes = 0;
-  };
-  [[nodiscard]] State state() const { return State{rng_, order_, position_, passes_}; }
-  void restore(State s) {
-    rng_ = s.rng;
-    order_ = std::move(s.order);
-    position_ = s.position;
-    passes_ = s.passes;
-  }
-  /// The same state for a checkpoint; restoring needs a sampler of a shard of the same size.
+  /// Run state for a checkpoint: the generator, the current pass's permutation and the position
+  /// in it; restoring needs a sampler of a shard of the same size.
   template <class Archive>
   void serialize(Archive& a) {
     const std::size_t samples = order_.size();

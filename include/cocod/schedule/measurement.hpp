@@ -47,7 +47,6 @@ struct RoundSample {
 template <class Schedule>
 class Window {
  public:
-  struct State {};
   void start(int) {}
   [[nodiscard]] static constexpr std::size_t slots() noexcept { return 0; }
   void add(const Schedule&, const RoundSample&) noexcept {}
@@ -56,8 +55,6 @@ class Window {
   template <class T>
   void read(std::span<const T>, const Schedule&, const Options&, int, int, std::size_t, const Plan&) noexcept {}
   [[nodiscard]] bool take(Plan&) noexcept { return false; }
-  [[nodiscard]] State state() const noexcept { return {}; }
-  void restore(const State&) noexcept {}
   template <class Archive>
   void serialize(Archive&) noexcept {}  // nothing measured, nothing to keep
 };
@@ -155,7 +152,6 @@ class Window<Schedule> {
     return true;
   }
 
-  [[nodiscard]] const State& state() const noexcept { return s_; }
   /// The schedule's margin (Adaptive::margin), 0 for a schedule without one.
   static double margin_of(const Schedule& schedule) noexcept {
     if constexpr (requires { schedule.margin; })
@@ -163,9 +159,8 @@ class Window<Schedule> {
     else
       return 0.0;
   }
-  void restore(const State& s) { s_ = s; }
-  /// The same state for a checkpoint: the open window's sums, a closed one not yet sent, the
-  /// plan that waits for the next round boundary and everybody's last measurements.
+  /// Run state for a checkpoint: the open window's sums, a closed one not yet sent, the plan
+  /// that waits for the next round boundary and everybody's last measurements.
   template <class Archive>
   void serialize(Archive& a) {
     const std::size_t slots = s_.measured.size();

@@ -91,14 +91,9 @@ class Recorder {
   const RoundStats& close_round(Close&& close) {
     close(current_);
     current_.round_s = seconds(comm::Clock::now() - round_start_);
-    auto& rounds = report_.rounds;
-    if (keep_ > 0 && rounds.size() >= 2 * keep_) {  // drop the oldest half: amortized, no allocation
-      const std::size_t drop = rounds.size() - keep_;
-      rounds.erase(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(drop));
-      report_.rounds_dropped += drop;
-    }
-    rounds.push_back(current_);
-    return rounds.back();
+    if (keep_ > 0 && report_.rounds.size() >= 2 * keep_) trim();  // the oldest half: amortized, no allocation
+    report_.rounds.push_back(current_);
+    return report_.rounds.back();
   }
   /// Rounds closed so far, those dropped from the report included.
   [[nodiscard]] std::size_t closed() const noexcept { return report_.rounds_dropped + report_.rounds.size(); }
@@ -126,15 +121,18 @@ class Recorder {
     report_.steps = steps;
     report_.epochs = epochs;
     report_.seconds = seconds(comm::Clock::now() - run_start_);
-    if (keep_ > 0 && report_.rounds.size() > keep_) {
-      const std::size_t drop = report_.rounds.size() - keep_;
-      report_.rounds.erase(report_.rounds.begin(), report_.rounds.begin() + static_cast<std::ptrdiff_t>(drop));
-      report_.rounds_dropped += drop;
-    }
+    if (keep_ > 0 && report_.rounds.size() > keep_) trim();
     return std::move(report_);
   }
 
  private:
+  // Keeps the latest `keep_` rounds of the report; the others count as dropped.
+  void trim() {
+    const std::size_t drop = report_.rounds.size() - keep_;
+    report_.rounds.erase(report_.rounds.begin(), report_.rounds.begin() + static_cast<std::ptrdiff_t>(drop));
+    report_.rounds_dropped += drop;
+  }
+
   Report report_{};
   RoundStats current_{};
   time_point run_start_{}, round_start_{};

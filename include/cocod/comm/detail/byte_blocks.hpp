@@ -59,4 +59,12 @@ inline std::size_t all_gather_block(const char* where, const void* send, std::si
   return send_bytes;
 }
 
+/// The block size of a byte collective (`all_to_all`, else an all-gather) of rank `rank` among
+/// `workers`, checked by the rules above: the one check every communicator makes.
+template <class Send, class Recv>
+std::size_t byte_block(bool all_to_all, const char* where, const Send& send, const Recv& recv, int workers, int rank) {
+  return all_to_all ? all_to_all_block(where, send.data(), send.size(), recv.data(), recv.size(), workers)
+                    : all_gather_block(where, send.data(), send.size(), recv.data(), recv.size(), workers, rank);
+}
+
 }  // namespace cocod::comm::detail

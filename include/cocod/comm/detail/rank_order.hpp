@@ -12,12 +12,15 @@
 #include <cstddef>
 #include <utility>
 
+#include "cocod/detail/partition.hpp"
+
 namespace cocod::comm::detail {
 
-/// Worker q's slice of a buffer of n elements among `workers`: [q n / N, (q + 1) n / N).
+/// Worker q's slice of a buffer of n elements among `workers`: [q n / N, (q + 1) n / N), the
+/// library's one partition (cocod/detail/partition.hpp).
 [[nodiscard]] inline std::pair<std::size_t, std::size_t> slice(std::size_t q, std::size_t n,
                                                                std::size_t workers) noexcept {
-  return {q * n / workers, (q + 1) * n / workers};
+  return cocod::detail::part(q, n, workers);
 }
 
 /// out[i] = (part(0)[i] + part(1)[i]) + part(2)[i] ... for i < len: the `parts` buffers summed

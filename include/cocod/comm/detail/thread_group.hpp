@@ -3,7 +3,7 @@
 #error "cocod/comm/detail/thread_group.hpp is internal: include <cocod/comm/threads.hpp>"
 #endif
 // The shared state of comm::Threads: N worker threads, one communication thread per worker
-// that executes that worker's collectives in posting order (a TicketRing), and a barrier that
+// that executes that worker's collectives in posting order (a CollectiveQueue), and a barrier that
 // can be aborted so that no thread is left waiting when another fails or leaves.
 #include <condition_variable>
 #include <cstddef>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cocod/comm/communicator.hpp"
+#include "cocod/comm/detail/collective_queue.hpp"
 #include "cocod/comm/detail/rank_order.hpp"
 #include "cocod/comm/detail/thread_start.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
@@ -83,32 +84,10 @@ class AbortableBarrier {
 
 using Job = Collective;
 
-class Group;
-
-/// One worker's queue of collectives, drained in order by its communication thread.
+/// One worker's queue of collectives and the communication thread that drains it in order.
 struct Channel {
-  std::mutex mutex;
-  std::condition_variable cv;
-  TicketRing<Job> ring;
-  bool closing = false;
+  CollectiveQueue<Job> queue;
   std::thread thread;
-
-  /// Blocks until the ticket's collective completed; rethrows its failure.
-  Clock::time_point wait(std::uint64_t ticket) {
-    std::unique_lock lock(mutex);
-    cv.wait(lock, [&] { return ring.done(ticket); });
-    return ring.result(ticket);
-  }
-  /// Whether the ticket's collective completed. A lock that fails counts as ready, so that
-  /// wait() reports the failure.
-  bool ready(std::uint64_t ticket) noexcept {
-    try {
-      std::lock_guard lock(mutex);
-      return ring.done(ticket);
-    } catch (...) {
-      return true;
-    }
-  }
 };
 
 class Group {
@@ -140,26 +119,13 @@ class Group {
   Channel& channel(int rank) { return *channels_[static_cast<std::size_t>(rank)]; }
 
   /// Queues a collective of `rank`; returns its ticket.
-  std::uint64_t post(int rank, const Job& job) {
-    Channel& c = channel(rank);
-    std::unique_lock lock(c.mutex);
-    c.cv.wait(lock, [&] { return !c.ring.full(); });
-    if (c.closing) throw Aborted("cocod::comm::Threads: the worker group has finished");
-    const std::uint64_t ticket = c.ring.push(job);
-    c.cv.notify_all();
-    return ticket;
-  }
+  std::uint64_t post(int rank, const Job& job) { return channel(rank).queue.post(job, "cocod::comm::Threads"); }
 
   /// Makes every pending and future collective fail (a worker threw).
   void abort(const std::string& reason) { barrier_.abort(reason); }
 
   /// The worker of `rank` returned: its communication thread finishes the queue, then leaves.
-  void close(int rank) {
-    Channel& c = channel(rank);
-    std::lock_guard lock(c.mutex);
-    c.closing = true;
-    c.cv.notify_all();
-  }
+  void close(int rank) { channel(rank).queue.close(); }
 
  private:
   // Every communication thread finishes its queue and leaves; joins those that were started.
@@ -170,28 +136,12 @@ class Group {
   }
 
   void serve(int rank) {
-    Channel& c = channel(rank);
-    for (;;) {
-      Job job;
-      {
-        std::unique_lock lock(c.mutex);
-        c.cv.wait(lock, [&] { return c.ring.pending() || c.closing; });
-        if (!c.ring.pending()) break;  // closing and drained
-        job = c.ring.head();
-      }
-      std::exception_ptr error;
-      try {
-        if (job.is_double)
-          execute<double>(rank, job);
-        else
-          execute<float>(rank, job);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard lock(c.mutex);
-      c.ring.retire(error);
-      c.cv.notify_all();
-    }
+    channel(rank).queue.serve([&](const Job& job) {
+      if (job.is_double)
+        execute<double>(rank, job);
+      else
+        execute<float>(rank, job);
+    });
     barrier_.depart(rank);
   }
 

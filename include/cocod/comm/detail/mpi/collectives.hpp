@@ -2,22 +2,13 @@
 #if !defined(COCOD_INTERNAL_INCLUDE)
 #error "cocod/comm/detail/mpi/collectives.hpp is internal: include <cocod/comm/mpi.hpp>"
 #endif
-// comm::Mpi's collectives on its duplicated communicator, each either blocking or in stages
-// that MPI_Test or MPI_Wait advance (whoever drives them: see progress.hpp). The byte
-// collectives are MPI_(I)alltoall and MPI_(I)allgather of MPI_BYTE, one stage after the
-// exchange of descriptions. With
+// comm::Mpi's collectives on its duplicated communicator, as a machine of stages that MPI_Test
+// or MPI_Wait advance (whoever drives them: see progress.hpp): first the exchange of
+// descriptions (handshake.hpp), then the data, each stage under the stall timer (stall.hpp).
+// The byte collectives are MPI_(I)alltoall and MPI_(I)allgather of MPI_BYTE. With
 // MpiOptions::deterministic an all-reduce is a reduce-scatter whose slices are summed in rank
 // order, pipelined chunk by chunk with the all-gather (rank_ordered.hpp): the sums of
 // comm::Threads, to the bit.
-//
-// Before its data moves, every collective sends a description of itself (a Header: what, of
-// which scalar, how many, from which root) to every peer and receives theirs. Ranks whose
-// collectives differ would otherwise pair wrong calls and hang, or corrupt buffers; with every
-// description at hand, every rank raises the same DistributedError naming the ranks and what
-// they called, as comm::Threads does, before any data moves. A rank whose communicator goes
-// away sends a last description that says so, which its peers' next collective sees. Point to
-// point messages rather than one MPI collective: a rank then knows whose description has not
-// arrived, and a stalled collective (MpiOptions::stall_timeout) can name the ranks it waits for.
 #include <mpi.h>
 
 #include <chrono>
@@ -30,14 +21,14 @@
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/mpi/environment.hpp"
+#include "cocod/comm/detail/mpi/handshake.hpp"
 #include "cocod/comm/detail/mpi/options.hpp"
 #include "cocod/comm/detail/mpi/rank_ordered.hpp"
+#include "cocod/comm/detail/mpi/stall.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::comm::mpi_detail {
-
-using comm::detail::Op;
 
 /// One collective, advanced stage by stage so that it can be driven by MPI_Test polls.
 struct Operation : comm::detail::Collective {
@@ -49,59 +40,17 @@ struct Operation : comm::detail::Collective {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 
-/// What a rank is about to call, as its peers receive it. code 0: the rank calls no more
-/// collectives (its communicator is going away); else 1 + (op, scalar, blocking) in bits. count:
-/// elements, or the block size in bytes of a byte collective.
-struct Header {
-  std::int64_t code = 0, count = 0, root = 0;
-};
-static_assert(sizeof(Header) == 3 * sizeof(std::int64_t));
-
-[[nodiscard]] inline Header header_of(const Operation& op) noexcept {
-  return {1 + ((static_cast<std::int64_t>(op.op) << 2) | (std::int64_t{op.is_double} << 1) | std::int64_t{op.blocking}),
-          static_cast<std::int64_t>(op.count), op.root};
-}
-[[nodiscard]] inline bool operator==(const Header& a, const Header& b) noexcept {
-  return a.code == b.code && a.count == b.count && a.root == b.root;
-}
-/// As comm::Threads describes a collective; `kind`: say whether MPI's blocking or non-blocking
-/// calls move its data (the one difference when the ranks' settings or calls differ in that
-/// alone: MPI never matches the two kinds).
-[[nodiscard]] inline std::string describe(const Header& h, bool kind) {
-  if (h.code == 0) return "no more collectives (its communicator went away)";
-  const comm::detail::Collective c{static_cast<Op>((h.code - 1) >> 2), (((h.code - 1) >> 1) & 1) != 0, nullptr,
-                                   static_cast<std::size_t>(h.count), static_cast<int>(h.root)};
-  const bool blocking = ((h.code - 1) & 1) != 0;
-  return comm::detail::describe(c) + (!kind ? "" : blocking ? " by MPI's blocking calls" : " by MPI's non-blocking calls");
-}
-
-/// "rank 3" or "ranks 0, 1, 2": at most 8 named, then how many more.
-[[nodiscard]] inline std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 8) s += " and " + std::to_string(ranks.size() - 8) + " more";
-  return s;
-}
-
-[[nodiscard]] inline std::string seconds_text(std::chrono::milliseconds t) {
-  if (t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
-  std::string s = std::to_string(static_cast<double>(t.count()) / 1000.0);
-  while (s.back() == '0') s.pop_back();
-  return s + " s";
-}
-
 /// The duplicated communicator and the schedule of the rank-ordered sum. Used by one thread at a
 /// time (the progress engine's lock or its communication thread).
 class Collectives {
  public:
   Collectives(MPI_Comm comm, const MpiOptions& options)
-      : deterministic_(options.deterministic), stall_(options.stall_timeout) {
-    check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-    headers_.resize(static_cast<std::size_t>(size_));
-    exchange_.assign(2 * static_cast<std::size_t>(size_ - 1), MPI_REQUEST_NULL);
-  }
+      : deterministic_(options.deterministic),
+        stall_(options.stall_timeout),
+        comm_(duplicate(comm)),
+        rank_(rank_of(comm_)),
+        size_(size_of(comm_)),
+        handshake_(comm_, rank_, size_) {}
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
   ~Collectives() {
@@ -135,7 +84,7 @@ class Collectives {
       op.stage = 2;
       return;
     }
-    start_exchange(header_of(op));
+    handshake_.start(header_of(op, op.blocking));
     op.stage = 1;
   }
 
@@ -144,7 +93,7 @@ class Collectives {
   /// non-blocking ones tested until the deadline. The rank-ordered sum is the same either way,
   /// so results are bitwise those of the staged path.
   void run_blocking(Operation& op) {
-    op.blocking = !stall_on();
+    op.blocking = !stall_.on();
     advance(op, true);
   }
 
@@ -157,119 +106,51 @@ class Collectives {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (size_ == 1 || finalized) return;
-    start_exchange(Header{});
+    handshake_.start(Header{});
     const auto since = Clock::now();
-    wait_all(exchange_, true, since, [&] { stall_in_exchange("its last exchange (its communicator goes away)"); });
+    stall_.wait_all(handshake_.requests(), handshake_.count(), true, since,
+                    [&] { stall_in_exchange("its last exchange (its communicator goes away)"); });
     check_headers();
   }
 
  private:
-  [[nodiscard]] bool stall_on() const noexcept { return stall_.count() > 0; }
-
-  // Sends this rank's header to every peer and receives theirs, into headers_.
-  void start_exchange(const Header& mine) {
-    constexpr int tag = 0x0c0d;
-    headers_[static_cast<std::size_t>(rank_)] = mine;
-    std::size_t i = 0;
-    for (int q = 0; q < size_; ++q)
-      if (q != rank_)
-        check(MPI_Irecv(&headers_[static_cast<std::size_t>(q)], 3, MPI_INT64_T, q, tag, comm_, &exchange_[i++]),
-              "MPI_Irecv");
-    for (int q = 0; q < size_; ++q)
-      if (q != rank_)
-        check(MPI_Isend(&headers_[static_cast<std::size_t>(rank_)], 3, MPI_INT64_T, q, tag, comm_, &exchange_[i++]),
-              "MPI_Isend");
+  static MPI_Comm duplicate(MPI_Comm comm) {
+    MPI_Comm dup = MPI_COMM_NULL;
+    check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
+    return dup;
   }
-
-  // Whether every request completed: tested once, or with `block` until they have; past the
-  // stall timeout since `since`, `stall()` (which throws).
-  template <class Stall>
-  bool wait_all(std::vector<MPI_Request>& requests, bool block, Clock::time_point since, Stall&& stall) {
-    return wait_all(requests.data(), static_cast<int>(requests.size()), block, since, stall);
+  static int rank_of(MPI_Comm comm) {
+    int r = 0;
+    MPI_Comm_rank(comm, &r);
+    return r;
   }
-  template <class Stall>
-  bool wait_all(MPI_Request* requests, int n, bool block, Clock::time_point since, Stall&& stall) {
-    if (block && !stall_on()) {
-      check(MPI_Waitall(n, requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
-      return true;
-    }
-    for (;;) {
-      int flag = 0;
-      check(MPI_Testall(n, requests, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
-      if (flag) return true;
-      if (stall_on() && Clock::now() - since >= stall_) stall();
-      if (!block) return false;
-    }
+  static int size_of(MPI_Comm comm) {
+    int n = 1;
+    MPI_Comm_size(comm, &n);
+    return n;
   }
 
   // Every rank holds every header: each finds the same mismatch and throws the same error.
   void check_headers() {
-    bool same = true;
-    for (const Header& h : headers_) same = same && h == headers_[0];
-    if (same) return;
-    broken_ = mismatch();
+    const std::string mismatch = handshake_.mismatch();
+    if (mismatch.empty()) return;
+    broken_ = mismatch;
     throw DistributedError("cocod::comm::Mpi: " + broken_);
-  }
-
-  [[nodiscard]] std::string mismatch() const {
-    struct Group {
-      Header header;
-      std::vector<int> ranks;
-    };
-    std::vector<Group> groups;
-    for (int q = 0; q < size_; ++q) {
-      const Header& h = headers_[static_cast<std::size_t>(q)];
-      auto g = groups.begin();
-      while (g != groups.end() && !(g->header == h)) ++g;
-      if (g == groups.end()) groups.push_back({h, {q}});
-      else g->ranks.push_back(q);
-    }
-    // Differing in the kind of MPI call alone (a setting or a call that differs between ranks)?
-    bool kind_only = true;
-    for (const Group& g : groups) {
-      const Header& a = g.header;
-      const Header& b = groups.front().header;
-      kind_only = kind_only && a.code != 0 && b.code != 0 && ((a.code - 1) >> 1) == ((b.code - 1) >> 1) &&
-                  a.count == b.count && a.root == b.root;
-    }
-    std::vector<int> gone;
-    std::string calls;
-    for (const Group& g : groups) {
-      if (g.header.code == 0) {
-        gone = g.ranks;
-        continue;
-      }
-      calls += (calls.empty() ? "" : " and ") + rank_list(g.ranks) + (g.ranks.size() == 1 ? " calls " : " call ") +
-               describe(g.header, kind_only);
-    }
-    if (!gone.empty())
-      return rank_list(gone) + " returned while " + calls + " (the workers called different sequences of collectives)";
-    std::string s = "workers called mismatched collectives (";
-    for (std::size_t i = 0; i < groups.size(); ++i)
-      s += (i ? "; " : "") + rank_list(groups[i].ranks) + ": " + describe(groups[i].header, kind_only);
-    return s + ")";
   }
 
   // The exchange before `what` has not completed in time: the peers whose header has not
   // arrived have not begun it.
   [[noreturn]] void stall_in_exchange(const std::string& what) {
-    std::vector<int> missing;
-    std::size_t i = 0;
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
-      int flag = 0;
-      MPI_Test(&exchange_[i++], &flag, MPI_STATUS_IGNORE);
-      if (!flag) missing.push_back(q);
-    }
+    const std::vector<int> missing = handshake_.missing();
     std::string m = "no progress ";
     if (!missing.empty()) m += "from " + rank_list(missing) + " ";
-    m += "for " + seconds_text(stall_) + ": rank " + std::to_string(rank_) + " waits in " + what;
+    m += "for " + seconds_text(stall_.timeout()) + ": rank " + std::to_string(rank_) + " waits in " + what;
     if (!missing.empty())
       m += std::string(", which ") + (missing.size() == 1 ? "it has" : "they have") + " not begun";
     stall(m + " (a rank stopped, hangs, or computes far longer than its peers; MpiOptions::stall_timeout)");
   }
   [[noreturn]] void stall_in_data(const Operation& op) {
-    stall("no progress for " + seconds_text(stall_) + " in " + comm::detail::describe(op) +
+    stall("no progress for " + seconds_text(stall_.timeout()) + " in " + comm::detail::describe(op) +
           ", which every rank began (a rank stopped in the middle of it, or the network failed; "
           "MpiOptions::stall_timeout)");
   }
@@ -283,7 +164,7 @@ class Collectives {
   bool advance(Operation& op, bool block) {
     const MPI_Datatype type = datatype<T>();
     auto finished = [&]() {
-      return wait_all(&op.request, 1, block, op.since, [&] { stall_in_data(op); });
+      return stall_.wait_all(&op.request, 1, block, op.since, [&] { stall_in_data(op); });
     };
     T* data = static_cast<T*>(op.data);
     for (;;) {
@@ -292,7 +173,8 @@ class Collectives {
           start(op);
           break;
         case 1:
-          if (!wait_all(exchange_, block, op.since, [&] { stall_in_exchange(comm::detail::describe(op)); }))
+          if (!stall_.wait_all(handshake_.requests(), handshake_.count(), block, op.since,
+                               [&] { stall_in_exchange(comm::detail::describe(op)); }))
             return false;
           check_headers();
           op.stage = 2;
@@ -354,7 +236,7 @@ class Collectives {
   // the stall timeout since the last message that completed.
   auto schedule_wait(Operation& op) {
     return [this, &op](MPI_Request* requests, int n, bool block) {
-      if (!wait_all(requests, n, block, op.since, [&] { stall_in_data(op); })) return false;
+      if (!stall_.wait_all(requests, n, block, op.since, [&] { stall_in_data(op); })) return false;
       op.since = Clock::now();
       return true;
     };
@@ -377,12 +259,11 @@ class Collectives {
   }
 
   bool deterministic_;
-  std::chrono::milliseconds stall_;
+  StallTimer stall_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  Handshake handshake_;
   RankOrderedAllReduce rank_ordered_;
-  std::vector<Header> headers_;          // every rank's, for the exchange in flight
-  std::vector<MPI_Request> exchange_;    // its receives (peers in rank order), then its sends
   std::string broken_;                   // why no collective may run any more: a mismatch or a stall
   bool stalled_ = false;
   bool left_ = false;                    // depart() was called

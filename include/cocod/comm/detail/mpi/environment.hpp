@@ -27,6 +27,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "cocod/errors.hpp"
+
 namespace cocod::comm::mpi_detail {
 
 template <class T>
@@ -71,7 +73,7 @@ class Environment {
 
  private:
   static void check_init(int code) {
-    if (code != MPI_SUCCESS) throw std::runtime_error("cocod::comm::Mpi: MPI_Init_thread failed");
+    if (code != MPI_SUCCESS) throw MpiError("cocod::comm::Mpi: MPI_Init_thread failed");
   }
   bool owner_ = false;
 };
@@ -119,7 +121,7 @@ inline void check(int code, const char* what) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw std::runtime_error(std::string("cocod::comm::Mpi: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  throw MpiError(std::string("cocod::comm::Mpi: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 }  // namespace cocod::comm::mpi_detail

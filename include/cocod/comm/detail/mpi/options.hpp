@@ -21,9 +21,10 @@ struct MpiOptions {
   /// are noticed within microseconds, long transfers cost few wake-ups (docs/mpi.md).
   std::chrono::microseconds poll_interval{500};
   std::chrono::microseconds poll_min{20};
-  /// true: sums are taken in rank order (reduce-scatter by MPI_Ialltoallv, then
-  /// MPI_Iallgatherv), bitwise identical to comm::Threads with as many workers. false: the MPI
-  /// library's own MPI_Iallreduce, whose order of summation it chooses.
+  /// true: sums are taken in rank order (each rank sums its slice of every rank's buffer, chunk
+  /// by chunk, and sends the sums on as they are made: point-to-point messages, rank_ordered.hpp),
+  /// bitwise identical to comm::Threads with as many workers. false: the MPI library's own
+  /// MPI_Iallreduce, whose order of summation it chooses.
   bool deterministic = true;
   /// A collective that makes no progress for this long (a rank stopped, hangs, or computes far
   /// longer than its peers between two collectives) throws cocod::Aborted on every rank that

@@ -6,15 +6,14 @@
 // that polls MPI_Test with a growing pause (polling_thread) or waits in MPI_Wait
 // (blocking_thread), or the worker itself between its steps and in wait() (caller).
 #include <algorithm>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <mutex>
 #include <thread>
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/mpi/collectives.hpp"
+#include "cocod/comm/detail/collective_queue.hpp"
 #include "cocod/comm/detail/mpi/options.hpp"
 #include "cocod/comm/detail/thread_start.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
@@ -25,9 +24,13 @@ namespace cocod::comm::mpi_detail {
 /// The state every copy of one comm::Mpi shares: the duplicated communicator, the queue of
 /// collectives (a fixed ring: posting allocates nothing) and the progress engine.
 class Engine {
+  using Queue = comm::detail::CollectiveQueue<Operation>;
+  using Lock = Queue::Lock;
+  using Ring = Queue::Ring;
+
  public:
   Engine(MPI_Comm comm, MpiOptions options) : options_(options), collectives_(comm, options) {
-    if (options_.progress == MpiProgress::caller) return;
+    if (caller()) return;
     try {
       thread_ = std::thread([this] { serve(); });
     } catch (...) {  // nothing else was started; the members free the duplicated communicator
@@ -49,7 +52,8 @@ class Engine {
       std::fprintf(stderr, "cocod: rank %d: %s\n", rank(), e.what());
       std::fflush(stderr);
     }
-    close();
+    queue_.close();
+    if (thread_.joinable()) thread_.join();
     if (collectives_.stalled())
       abort_job("cocod::comm::Mpi: " + collectives_.failure() + " (MPI cannot cancel the stalled collective: ending the job)");
   }
@@ -60,28 +64,26 @@ class Engine {
   [[nodiscard]] const MpiOptions& options() const noexcept { return options_; }
 
   std::uint64_t post(const Operation& op) {
-    std::unique_lock lock(mutex_);
-    if (options_.progress == MpiProgress::caller) {
-      // No thread may drain the ring for us: make room by completing the oldest ourselves.
-      while (ring_.full()) complete_head(lock, true);
-    } else {
-      cv_.wait(lock, [&] { return !ring_.full(); });
+    if (caller()) {
+      return queue_.locked([&](Lock&, Ring& ring) {
+        // No thread may drain the ring for us: make room by completing the oldest ourselves.
+        while (ring.full()) complete_head(ring);
+        const std::uint64_t ticket = ring.push(op);
+        if (ticket == ring.head_ticket()) advance_head(ring, false);
+        return ticket;
+      });
     }
-    const std::uint64_t ticket = ring_.push(op);
-    if (options_.progress == MpiProgress::caller) {
-      if (ticket == ring_.head_ticket()) advance_head(lock, false);
-    } else if (ticket == ring_.head_ticket()) {
-      // The descriptions go out now, from this thread (the communication thread is idle: the
-      // ring was empty, and it waits for the lock we hold): by the time that thread first polls,
-      // the peers' have usually arrived, and no poll's sleep is spent on them.
+    return queue_.post(op, "cocod::comm::Mpi", [&](Ring& ring) {
+      // The descriptions go out now, from this thread (the communication thread is idle: the ring
+      // was empty, and it waits for the lock we hold): by the time that thread first polls, the
+      // peers' have usually arrived, and no poll's sleep is spent on them.
+      if (ring.posted != ring.head_ticket() + 1) return;
       try {
-        collectives_.start(ring_.head());
+        collectives_.start(ring.head());
       } catch (...) {
-        ring_.retire(std::current_exception());
+        ring.retire(std::current_exception());
       }
-    }
-    cv_.notify_all();
-    return ticket;
+    });
   }
 
   /// A blocking collective, run by MPI's blocking collectives in the calling thread (no hand-off
@@ -90,27 +92,28 @@ class Engine {
   /// with a non-blocking one, so every rank must issue the same kind for the same collective,
   /// and whether an earlier one is still in flight differs between ranks. Rethrows its failure.
   void run(const Operation& op) {
-    std::unique_lock lock(mutex_);
-    if (options_.progress == MpiProgress::caller) {
-      while (ring_.pending()) complete_head(lock, true);
-    } else {
-      cv_.wait(lock, [&] { return !ring_.pending(); });
-    }
-    // The communication thread waits for work, and for the lock we hold.
-    Operation job = op;
-    collectives_.run_blocking(job);
+    queue_.locked([&](Lock& lock, Ring& ring) {
+      if (caller()) {
+        while (ring.pending()) complete_head(ring);
+      } else {
+        lock.unlock();
+        queue_.drain();
+        lock.lock();
+      }
+      // The communication thread waits for work, and for the lock we hold.
+      Operation job = op;
+      collectives_.run_blocking(job);
+    });
   }
 
   /// Blocks until the ticket's collective completed; rethrows its failure.
   Clock::time_point wait(std::uint64_t ticket) {
-    std::unique_lock lock(mutex_);
-    if (options_.progress == MpiProgress::caller) {
-      while (!ring_.done(ticket)) complete_head(lock, true);
-      if (ring_.pending()) advance_head(lock, false);  // start the next one now (Pipe-SGD)
-    } else {
-      cv_.wait(lock, [&] { return ring_.done(ticket); });
-    }
-    return ring_.result(ticket);
+    if (!caller()) return queue_.wait(ticket);
+    return queue_.locked([&](Lock&, Ring& ring) {
+      while (!ring.done(ticket)) complete_head(ring);
+      if (ring.pending()) advance_head(ring, false);  // start the next one now (Pipe-SGD)
+      return ring.result(ticket);
+    });
   }
 
   /// Whether the ticket's collective completed (wait() then returns at once). Never blocks on the
@@ -118,10 +121,12 @@ class Engine {
   /// progress() does (one MPI_Test per stage). A lock that fails counts as ready, so that wait()
   /// reports the failure.
   bool ready(std::uint64_t ticket) noexcept {
+    if (!caller()) return queue_.ready(ticket);
     try {
-      std::unique_lock lock(mutex_);
-      if (options_.progress == MpiProgress::caller && !ring_.done(ticket)) advance_ready(lock);
-      return ring_.done(ticket);
+      return queue_.locked([&](Lock&, Ring& ring) {
+        if (!ring.done(ticket)) advance_ready(ring);
+        return ring.done(ticket);
+      });
     } catch (...) {
       return true;
     }
@@ -131,96 +136,66 @@ class Engine {
   /// exchange with every peer. Throws DistributedError if a peer calls a collective instead
   /// (that peer raises it too), cocod::Aborted after the stall timeout. Once only.
   void depart() {
-    std::unique_lock lock(mutex_);
-    if (options_.progress == MpiProgress::caller) {
-      while (ring_.pending()) complete_head(lock, true);
-    } else {
-      cv_.wait(lock, [&] { return !ring_.pending(); });
-    }
-    collectives_.depart();
+    if (!caller()) queue_.drain();
+    queue_.locked([&](Lock&, Ring& ring) {
+      while (ring.pending()) complete_head(ring);
+      collectives_.depart();
+    });
   }
 
   /// MpiProgress::caller: one MPI_Test on the oldest collective (and start the next when it
   /// completes). Cheap when nothing is in flight; a no-op for the thread designs.
   void progress() {
-    if (options_.progress != MpiProgress::caller) return;
-    std::unique_lock lock(mutex_);
-    advance_ready(lock);
+    if (!caller()) return;
+    queue_.locked([&](Lock&, Ring& ring) { advance_ready(ring); });
   }
 
  private:
-  void close() {
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-      cv_.notify_all();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
+  [[nodiscard]] bool caller() const noexcept { return options_.progress == MpiProgress::caller; }
 
   // Advances the oldest collective; true when it completed (and was retired).
-  bool advance_head(std::unique_lock<std::mutex>&, bool block) {
-    Operation& op = ring_.head();
+  bool advance_head(Ring& ring, bool block) {
     try {
-      if (!collectives_.advance(op, block)) return false;
-      ring_.retire();
+      if (!collectives_.advance(ring.head(), block)) return false;
+      ring.retire();
     } catch (...) {
-      ring_.retire(std::current_exception());
+      ring.retire(std::current_exception());
     }
-    cv_.notify_all();
+    queue_.notify();
     return true;
   }
   // Advances the collectives in flight, oldest first, as far as they go without waiting.
-  void advance_ready(std::unique_lock<std::mutex>& lock) {
-    while (ring_.pending() && advance_head(lock, false)) {
+  void advance_ready(Ring& ring) {
+    while (ring.pending() && advance_head(ring, false)) {
     }
   }
-  void complete_head(std::unique_lock<std::mutex>& lock, bool block) {
-    while (!advance_head(lock, block)) {
+  void complete_head(Ring& ring) {
+    while (!advance_head(ring, true)) {
     }
   }
 
+  // The communication thread: advances the oldest collective until it completes, polling
+  // MPI_Test with a growing pause (polling_thread) or waiting in MPI_Wait (blocking_thread).
   void serve() {
     const bool block = options_.progress == MpiProgress::blocking_thread;
-    for (;;) {
-      Operation* head = nullptr;
-      {
-        std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return ring_.pending() || closing_; });
-        if (!ring_.pending()) return;
-        head = &ring_.head();
+    queue_.serve([&](Operation& op) {
+      auto pause = options_.poll_min;
+      for (;;) {
+        const int stage = op.stage;
+        if (collectives_.advance(op, block)) return;
+        if (op.stage != stage) pause = options_.poll_min;  // a new stage starts fast again
+        // Keep sleeping while a worker waits, too: polling without pause takes the core from
+        // other ranks' compute on a busy machine (measured: CoCoD-SGD's MPI round 36.0 ms with,
+        // 33.8 ms without; docs/benchmarks.md).
+        std::this_thread::sleep_for(pause);
+        pause = std::min(2 * pause, options_.poll_interval);
       }
-      // The operation's slot cannot be reused before it is retired, so it is used unlocked.
-      Operation& op = *head;
-      std::exception_ptr error;
-      try {
-        auto pause = options_.poll_min;
-        for (;;) {
-          const int stage = op.stage;
-          if (collectives_.advance(op, block)) break;
-          if (op.stage != stage) pause = options_.poll_min;  // a new stage starts fast again
-          // Keep sleeping while a worker waits, too: polling without pause takes the core from
-          // other ranks' compute on a busy machine (measured: CoCoD-SGD's MPI round 36.0 ms with,
-          // 33.8 ms without; docs/benchmarks.md).
-          std::this_thread::sleep_for(pause);
-          pause = std::min(2 * pause, options_.poll_interval);
-        }
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard lock(mutex_);
-      ring_.retire(error);
-      cv_.notify_all();
-    }
+    });
   }
 
   MpiOptions options_;
   Collectives collectives_;
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  comm::detail::TicketRing<Operation> ring_;
-  bool closing_ = false;
+  Queue queue_;
   std::thread thread_;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 #if !defined(COCOD_INTERNAL_INCLUDE)
-#error "cocod/algorithm/detail/archive.hpp is internal: include <cocod.hpp>"
+#error "cocod/checkpoint/detail/archive.hpp is internal: include <cocod/checkpoint.hpp>"
 #endif
 // The two archives a run's parts are written to and read from: each part says once what it
 // holds, in a `serialize(Archive& a)` that names its fields, a("anchor", anchor_), and the same

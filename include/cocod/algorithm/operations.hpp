@@ -1,0 +1,108 @@
+#pragma once
+// What an algorithm may do: the one narrow interface it receives in each of its hooks. Every
+// reduction goes through it, so every one passes the non-finite guard, carries the control
+// slots (losses, votes, the step check, an adaptive schedule's measurements) and is timed.
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "cocod/algorithm/reduced.hpp"
+#include "cocod/family/compress.hpp"
+#include "cocod/family/fragments.hpp"
+#include "cocod/report.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/detail/run.hpp"
+#undef COCOD_INTERNAL_INCLUDE
+
+namespace cocod {
+
+/// How Operations::prepare sizes an exchange.
+struct ExchangeSpec {
+  const char* name = "exchange";  ///< its section in a checkpoint ("exchange.<name>"): one per exchange
+  std::size_t size = 0;           ///< parameters in its model part (with pieces: the largest piece)
+  Compress compress = {};         ///< what it sends: the model part itself (none), or its deviation, compressed
+  std::size_t model = 0;          ///< compressed: the model's parameter count (its residuals; 0: size)
+  std::size_t pieces = 1;         ///< > 1: it exchanges one of `pieces` fragments at a time (Exchange::use)
+  bool in_flight_between_rounds = false;  ///< its collective may be in flight when a round ends
+  bool scratch = false;   ///< its model part is no run state between rounds (a checkpoint saves none of it)
+};
+
+/// The operations an algorithm's hooks receive (docs/extending.md): the model's gradient, the
+/// local update, the worker's weight, and the exchanges with their reductions. The types an
+/// algorithm needs come with it: scalar_type (float or double), backend_type, span_type (the
+/// parameters' span), exchange_type (a reduced buffer) and reduced_type (a reduction's result).
+template <class Model, class Comm, class Schedule, class Update>
+class Operations {
+  using Run = detail::Run<Model, Comm, Schedule, Update>;
+  using Calls = detail::ModelCalls<Model>;
+
+ public:
+  using scalar_type = typename Run::T;
+  using backend_type = typename Run::B;
+  using span_type = typename Run::Span;
+  using exchange_type = detail::Exchange<typename Run::CommImpl, backend_type, scalar_type>;
+  using reduced_type = Reduced<span_type>;
+
+  Operations(Run& run, Model& model) noexcept : run_(run), model_(model) {}
+
+  /// The model's gradient at its current parameters into g; returns the batch's mean loss. The
+  /// first call in a step gives the step's loss (checked by the guard, counted in the round).
+  double gradient(std::span<const std::size_t> batch, span_type g) {
+    const double loss = Calls::loss_and_gradient(model_, batch, g);
+    run_.gradient_computed(loss);
+    return loss;
+  }
+  /// One local update of x with gradient g at learning rate lr (the Update's rule and state).
+  void update(span_type x, span_type g, scalar_type lr) { run_.update_state().apply(x, g, lr); }
+  /// w_i = M_i / sum_j M_j, this worker's weight in every average.
+  [[nodiscard]] scalar_type weight() const noexcept { return static_cast<scalar_type>(run_.weight()); }
+  /// Facts about the run (rank, workers, period, ...).
+  [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
+
+  /// Sizes exchange e for this run (in begin(), for every exchange the algorithm uses).
+  void prepare(exchange_type& e, const ExchangeSpec& s) {
+    run_.reducer().prepare(e, s.name, s.size, s.compress, s.model ? s.model : s.size, s.pieces, s.in_flight_between_rounds,
+                           s.scratch);
+  }
+  /// Posts e's non-blocking all-reduce of its model part. A compressed exchange sends the model
+  /// part's deviation from `reference` (the same piece of the outer model z on every worker,
+  /// unchanged until wait()), and wait() leaves z + the decoded sum in it.
+  void post(exchange_type& e, span_type reference = {}) { run_.reducer().post(e, reference, run_); }
+  /// Waits for e's all-reduce: its model part then holds the sum (for weighted contributions, the
+  /// average). std::logic_error when nothing is in flight on e.
+  [[nodiscard]] reduced_type wait(exchange_type& e) {
+    run_.reducer().wait(e, run_);
+    return result(e);
+  }
+  /// e's all-reduce, blocking (compressed as post() says).
+  [[nodiscard]] reduced_type reduce(exchange_type& e, span_type reference = {}) {
+    run_.reducer().reduce(e, reference, false, run_);
+    return result(e);
+  }
+  /// x = sum_j w_j x_j through e (e's model part as long as x), blocking and exact (never
+  /// compressed). A withheld contribution: x is the consensus of the finite ones, acknowledged.
+  void average(span_type x, exchange_type& e) {
+    scale(backend_type{}, e.model(), x, weight());
+    run_.reducer().reduce(e, span_type{}, true, run_);
+    const reduced_type r = result(e);
+    copy(backend_type{}, x, r.consensus());
+    if (r.partial()) acknowledge(r, Recovery::restarted);
+  }
+  /// Says how the algorithm dealt with a partial result, which it must before its step ends:
+  /// restarted (this worker's model now holds the consensus of the finite contributions, so its
+  /// update state forgets a NaN it held) or kept. Then NonFinite::raise throws NonFiniteError on
+  /// every worker, with `left` saying where the models are when the default does not; skip counts
+  /// the skip (NonFiniteError after Options::max_skips in a row).
+  void acknowledge(const reduced_type& r, Recovery how, const char* left = nullptr) {
+    if (r.partial()) run_.acknowledge(how == Recovery::restarted, left);
+  }
+
+ private:
+  reduced_type result(exchange_type& e) noexcept {
+    return reduced_type(e.model(), run_.guard(), run_.loop().pos().round, run_.loop().pos().step);
+  }
+  Run& run_;
+  Model& model_;
+};
+
+}  // namespace cocod

@@ -1,0 +1,156 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/checkpoint/detail/settings.hpp is internal: include <cocod/checkpoint.hpp>"
+#endif
+// The settings a resumed run must share with the saved one, in a checkpoint's section
+// "settings": each part's own (Options, the Update's, the algorithm's: Outer, Compress, ...),
+// written from the one schema each settings type declares in its serialize(), and compared field
+// by field on resume, so that a difference is refused naming the field and both values. An
+// algorithm's checkpoint holds only the settings it takes.
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "cocod/checkpoint/format.hpp"
+
+namespace cocod::checkpoint::detail {
+
+template <class V>
+struct is_vector : std::false_type {};
+template <class V, class A>
+struct is_vector<std::vector<V, A>> : std::true_type {};
+
+/// A setting's value as a message shows it.
+template <class V>
+std::string text(const V& v) {
+  if constexpr (std::is_same_v<V, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_floating_point_v<V>) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", static_cast<double>(v));
+    return b;
+  } else if constexpr (std::is_enum_v<V>) {
+    if constexpr (requires { to_string(v); }) return to_string(v);
+    else return std::to_string(static_cast<long long>(v));
+  } else if constexpr (is_vector<V>::value) {
+    std::string s = "{";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + text(v[i]);
+    return s + "}";
+  } else {
+    return std::to_string(v);
+  }
+}
+
+/// Runs `visit(name, setting)` over every settings part: the options, the update (when it says
+/// what it holds) and each of the algorithm's settings.
+template <class Options, class Update, class Settings, class Visit>
+void each_setting(const Options& options, const Update& update, const Settings& settings, Visit&& visit) {
+  visit(options);
+  if constexpr (requires(Update u, Visit& v) { u.serialize(v); }) visit(update);
+  std::apply([&](const auto&... s) { (visit(s), ...); }, settings);
+}
+
+template <class S>
+const char* name_of() {
+  if constexpr (requires { S::name; }) return S::name;
+  else return "Update";
+}
+
+/// Writes the settings into a section, each field named "<part>::<field>".
+class SettingsWriter {
+ public:
+  explicit SettingsWriter(FieldWriter& f) : f_(f) {}
+  template <class S>
+  void operator()(S s) {
+    prefix_ = std::string(name_of<S>()) + "::";
+    s.serialize(*this);
+  }
+  template <class S>
+  void operator()(const std::optional<S>& s) {
+    bool present = s.has_value();
+    f_.value(name_of<S>(), present);
+    (*this)(s.value_or(S{}));
+  }
+  template <class V>
+  void operator()(std::string_view name, V& v) {
+    if constexpr (is_vector<V>::value)
+      f_.values(prefix_ + std::string(name), std::span<const typename V::value_type>(v));
+    else
+      f_.value(prefix_ + std::string(name), v);
+  }
+
+ private:
+  FieldWriter& f_;
+  std::string prefix_;
+};
+
+/// A settings part as a message shows it: "{learning_rate 0.7, momentum 0.9, nesterov true}".
+class SettingsText {
+ public:
+  template <class V>
+  void operator()(std::string_view name, V& v) {
+    text_ += (text_.empty() ? "{" : ", ") + std::string(name) + " " + text(v);
+  }
+  [[nodiscard]] std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
+
+ private:
+  std::string text_;
+};
+
+/// Compares the saved settings with this run's, field by field: the first that differs is a
+/// CheckpointError naming the file, the field and both values. Fields in `ignore` may differ.
+class SettingsCompare {
+ public:
+  SettingsCompare(const FileReader& file, FieldReader& f, std::set<std::string> ignore)
+      : file_(file), f_(f), ignore_(std::move(ignore)) {}
+  template <class S>
+  void operator()(S s) {
+    prefix_ = std::string(name_of<S>()) + "::";
+    s.serialize(*this);
+  }
+  template <class S>
+  void operator()(const std::optional<S>& s) {
+    const bool saved = f_.value<bool>(name_of<S>());
+    S got = s.value_or(S{});
+    prefix_ = std::string(name_of<S>()) + "::";
+    mode_ = saved == s.has_value() && saved ? Mode::compare : Mode::read;
+    got.serialize(*this);
+    mode_ = Mode::compare;
+    if (saved != s.has_value())
+      file_.fail("does not fit this run: " + std::string(name_of<S>()) + " differs (checkpoint: " + (saved ? describe(got) : "none") +
+                 ", this run: " + (s ? describe(*s) : "none") + ")");
+  }
+  template <class V>
+  void operator()(std::string_view name, V& v) {
+    const std::string field = prefix_ + std::string(name);
+    V saved{};
+    if constexpr (is_vector<V>::value)
+      saved = f_.values<typename V::value_type>(field);
+    else
+      saved = f_.value<V>(field);
+    if (mode_ == Mode::read) v = saved;
+    if (mode_ == Mode::read || ignore_.count(field) || saved == v) return;
+    file_.fail("does not fit this run: " + field + " differs (checkpoint: " + text(saved) + ", this run: " + text(v) + ")");
+  }
+
+ private:
+  template <class S>
+  static std::string describe(S s) {
+    SettingsText t;
+    s.serialize(t);
+    return t.str();
+  }
+  const FileReader& file_;
+  FieldReader& f_;
+  std::set<std::string> ignore_;
+  std::string prefix_;
+  enum class Mode { compare, read } mode_ = Mode::compare;  // read: take the saved values (to describe them)
+};
+
+}  // namespace cocod::checkpoint::detail

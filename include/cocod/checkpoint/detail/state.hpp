@@ -1,0 +1,119 @@
+#pragma once
+#if !defined(COCOD_INTERNAL_INCLUDE)
+#error "cocod/checkpoint/detail/state.hpp is internal: include <cocod/checkpoint.hpp>"
+#endif
+// What one worker's checkpoint file holds, in a fixed order of sections: the header, the
+// settings the run must share, then each part's run state (the position, the sampler, the local
+// update, the schedule's window, the votes, the guard, the report, every exchange by its name,
+// the algorithm's own state, the parameters, and the model's own state), each part naming its
+// fields in one serialize() that both saves and restores it.
+#include <cstddef>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cocod/checkpoint/format.hpp"
+#include "cocod/checkpoint/header.hpp"
+#include "cocod/checkpoint/store.hpp"
+#include "cocod/model/concepts.hpp"
+#include "cocod/checkpoint/detail/archive.hpp"
+#include "cocod/checkpoint/detail/settings.hpp"
+
+namespace cocod::checkpoint::detail {
+
+template <class Run, class Rule, class Settings>
+class State {
+  using Span = typename Run::Span;
+  using T = typename Run::T;
+
+ public:
+  State(Run& run, Rule& rule, const Settings& settings) : run_(run), rule_(rule), settings_(settings) {}
+
+  /// This worker's file, between rounds: what is in flight is completed first (settled, not yet
+  /// handed over).
+  template <class Model>
+  std::vector<std::byte> save(Model& model, Span x) {
+    run_.reducer().settle();
+    cocod::detail::SaveArchive a;
+    write_header(a.file(), header(x.size()));
+    FieldWriter settings;
+    SettingsWriter writer(settings);
+    each_setting(run_.options(), run_.update(), settings_, writer);
+    a.file().section("settings", settings);
+    parts(a, model, x);
+    return std::move(a).finish();
+  }
+  /// Restores every part from a file that fits this run (check()), in a run just begun.
+  template <class Model>
+  void load(const FileReader& file, Model& model, Span x) {
+    cocod::detail::LoadArchive a(file);
+    parts(a, model, x);
+  }
+  /// Throws CheckpointError unless `file` (rank `rank`'s of checkpoint `c`) fits this run: its
+  /// header, every setting field by field (with another number of workers, `any_workers`, the
+  /// speeds may differ), and the manifest's round and step.
+  void check(const FileReader& file, const CheckpointInfo& c, std::size_t parameters, bool any_workers, int rank) const {
+    const Header h = read_header(file);
+    check_fits(file, h, header(parameters), any_workers);
+    auto f = file.fields("settings");
+    std::set<std::string> ignore;
+    if (h.workers != static_cast<std::uint32_t>(run_.reducer().comm().size())) ignore.insert("Options::speeds");
+    SettingsCompare compare(file, f, std::move(ignore));
+    each_setting(run_.options(), run_.update(), settings_, compare);
+    f.finish();
+    const auto expected = static_cast<std::uint32_t>(rank);
+    if (h.rank != expected || h.round != c.round || h.step != c.step || h.workers != static_cast<std::uint32_t>(c.workers))
+      file.fail("does not match its manifest (rank " + std::to_string(h.rank) + ", round " + std::to_string(h.round) +
+                ", step " + std::to_string(h.step) + "; the manifest: rank " + std::to_string(expected) + ", round " +
+                std::to_string(c.round) + ", step " + std::to_string(c.step) + ")");
+  }
+
+ private:
+  [[nodiscard]] Header header(std::size_t parameters) const {
+    const auto& comm = run_.reducer().comm();
+    const auto& pos = run_.loop().pos();
+    return {Rule::name, sizeof(T), static_cast<std::uint32_t>(comm.size()), static_cast<std::uint32_t>(comm.rank()),
+            parameters, pos.round, pos.step, run_.loop().info().weight};
+  }
+  template <class Archive, class Model>
+  void parts(Archive& a, Model& model, Span x) {
+    using cocod::detail::section;
+    section(a, "position", [&](auto& f) { run_.loop().serialize_position(f); });
+    section(a, "sampler", [&](auto& f) { run_.loop().serialize_sampler(f); });
+    section(a, "update", [&](auto& f) {
+      if constexpr (requires { run_.update_state().serialize(f); })
+        run_.update_state().serialize(f);
+      else  // (a compile error would break optimize() for every update rule without checkpoints)
+        throw std::logic_error("cocod: the Update's State cannot be checkpointed: give it a member `template <class "
+                               "Archive> void serialize(Archive& a)` that names its run state, empty if it has none");
+    });
+    section(a, "window", [&](auto& f) { run_.window().serialize(f); });
+    section(a, "votes", [&](auto& f) { run_.reducer().votes().serialize(f); });
+    section(a, "guard", [&](auto& f) { run_.guard().serialize(f); });
+    section(a, "report", [&](auto& f) { run_.recorder().serialize(f); });
+    run_.reducer().each_exchange([&](const char* name, auto serialize) { section(a, std::string("exchange.") + name, serialize); });
+    // After the exchanges: loading, the algorithm checks that what they hold fits it.
+    section(a, "algorithm", [&](auto& f) { rule_.serialize(f); });
+    section(a, "parameters", [&](auto& f) { f.span("x", x); });
+    if constexpr (StatefulModel<Model>) {
+      section(a, "model", [&](auto& f) {
+        if constexpr (Archive::saving) {
+          std::vector<std::byte> state;
+          std::as_const(model).save_state(state);
+          f.bytes("state", state);
+        } else {
+          model.load_state(f.bytes("state"));
+        }
+      });
+    }
+  }
+
+  Run& run_;
+  Rule& rule_;
+  const Settings& settings_;
+};
+
+}  // namespace cocod::checkpoint::detail
