@@ -1,31 +1,17 @@
 // A new local update rule: SGD with each gradient element clipped to [-c, c], on the CPU
 // backend. With a clip no gradient reaches it is plain SGD bit for bit; with a small one every
-// step moves each parameter by at most lr * c.
+// step moves each parameter by at most lr * c; a clip of 0 is refused, naming the field.
 #include <cocod.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
-struct ClippedSgd {
-  double clip = 1.0;  // hyperparameters: cheap to copy, given to the optimizer
-
-  // The per-run state of one worker, created once the backend and scalar are known.
-  template <class Backend, class T>
-  struct State {
-    T clip{};
-    void apply(std::span<T> x, std::span<T> g, T lr) {
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * std::clamp(g[i], -clip, clip);
-    }
-  };
-  template <class Backend, class T>
-  [[nodiscard]] State<Backend, T> start(std::size_t) const {
-    static_assert(std::is_same_v<Backend, cocod::backend::cpu>, "ClippedSgd runs on the CPU backend");
-    return State<Backend, T>{static_cast<T>(clip)};
-  }
-};
+#include "clipped_sgd.hpp"
 
 struct Line {  // f(x) = mean_i 0.5 (x - 100 i)^2: far from the optimum, gradients are large
   std::vector<double> x = std::vector<double>(3, 0.0);
@@ -48,8 +34,8 @@ template <class Update>
 std::vector<double> train(Update update, std::size_t steps) {
   Line model;
   using Schedule = cocod::schedule::Fixed<>;
-  cocod::LocalSGD<Line, cocod::comm::Local, Schedule, Update> opt{
-      cocod::comm::Local{}, {.learning_rate = 0.1, .batch_size = 2}, Schedule{}, update};
+  cocod::LocalSGD<Line, cocod::comm::Local, Schedule, Update> opt{cocod::comm::Local{}, {.learning_rate = 0.1, .batch_size = 2},
+                                                                  update};
   (void)opt.optimize(model, cocod::Steps{steps});
   return model.x;
 }
@@ -62,5 +48,12 @@ int main() {
   const bool bounded = std::all_of(tight.begin(), tight.end(), [](double v) { return std::abs(v) <= 20 * 0.1 * 0.5 + 1e-12; });
   std::printf("clip 1e9: %s plain SGD bit for bit (x[0] = %.6f)\n", same ? "equals" : "DIFFERS FROM", wide[0]);
   std::printf("clip 0.5: x[0] = %.6f, within 20 steps x lr x clip = 1: %s\n", tight[0], bounded ? "yes" : "NO");
-  return same && bounded ? 0 : 1;
+  std::string refused;
+  try {
+    (void)train(ClippedSgd{.clip = 0.0}, 1);
+  } catch (const std::invalid_argument& e) {
+    refused = e.what();
+  }
+  std::printf("clip 0: %s\n", refused.empty() ? "ACCEPTED" : refused.c_str());
+  return same && bounded && !refused.empty() ? 0 : 1;
 }

@@ -10,45 +10,8 @@
 #include <span>
 #include <vector>
 
-template <class Inner>
-class Counting {
- public:
-  struct Counts {
-    std::atomic<std::size_t> collectives{0}, bytes{0};
-  };
-  // The request type: whatever the inner communicator returns.
-  using Request = typename Inner::Request;
+#include "counting_comm.hpp"
 
-  Counting(Inner inner, std::shared_ptr<Counts> counts) : inner_(std::move(inner)), counts_(std::move(counts)) {}
-
-  [[nodiscard]] int rank() const { return inner_.rank(); }
-  [[nodiscard]] int size() const { return inner_.size(); }
-  template <class Span>
-  void broadcast(Span buffer, int root) {
-    count(buffer);
-    inner_.broadcast(buffer, root);
-  }
-  template <class Span>
-  void all_reduce(Span buffer) {
-    count(buffer);
-    inner_.all_reduce(buffer);
-  }
-  template <class Span>
-  [[nodiscard]] Request all_reduce_async(Span buffer) {
-    count(buffer);
-    return inner_.all_reduce_async(buffer);
-  }
-
- private:
-  template <class Span>
-  void count(Span buffer) {
-    ++counts_->collectives;
-    counts_->bytes += buffer.size_bytes();
-  }
-  Inner inner_;  // communicators are cheap handles: copies refer to the same workers
-  std::shared_ptr<Counts> counts_;
-};
-static_assert(cocod::comm::Communicator<Counting<cocod::comm::Threads>>);
 
 struct Quadratic {  // f(x) = mean_i 0.5 |x - c_i|^2 over this worker's centres c_i
   std::vector<float> x = std::vector<float>(1000, 0.0f);

@@ -1,0 +1,49 @@
+#pragma once
+// A communicator decorator that counts the collectives and bytes of the one it wraps
+// (docs/extending.md).
+#include <cocod.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+template <class Inner>
+class Counting {
+ public:
+  struct Counts {
+    std::atomic<std::size_t> collectives{0}, bytes{0};
+  };
+  // The request type: whatever the inner communicator returns.
+  using Request = typename Inner::Request;
+
+  Counting(Inner inner, std::shared_ptr<Counts> counts) : inner_(std::move(inner)), counts_(std::move(counts)) {}
+
+  [[nodiscard]] int rank() const { return inner_.rank(); }
+  [[nodiscard]] int size() const { return inner_.size(); }
+  template <class Span>
+  void broadcast(Span buffer, int root) {
+    count(buffer);
+    inner_.broadcast(buffer, root);
+  }
+  template <class Span>
+  void all_reduce(Span buffer) {
+    count(buffer);
+    inner_.all_reduce(buffer);
+  }
+  template <class Span>
+  [[nodiscard]] Request all_reduce_async(Span buffer) {
+    count(buffer);
+    return inner_.all_reduce_async(buffer);
+  }
+
+ private:
+  template <class Span>
+  void count(Span buffer) {
+    ++counts_->collectives;
+    counts_->bytes += buffer.size_bytes();
+  }
+  Inner inner_;  // communicators are cheap handles: copies refer to the same workers
+  std::shared_ptr<Counts> counts_;
+};
+static_assert(cocod::comm::Communicator<Counting<cocod::comm::Threads>>);
