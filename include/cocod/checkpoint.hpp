@@ -6,6 +6,8 @@
 
 #include "cocod/checkpoint/format.hpp"
 #include "cocod/checkpoint/header.hpp"
+#include "cocod/checkpoint/files.hpp"
+#include "cocod/checkpoint/manifest.hpp"
 #include "cocod/checkpoint/store.hpp"
 #include "cocod/checkpoint/session.hpp"
 #include "cocod/callbacks/checkpoint.hpp"

@@ -1,51 +1,30 @@
 #pragma once
 // Where checkpoints live: a directory with one folder per checkpoint, round-<12 digits>/, that
 // holds one file per worker (worker-<rank>.ckpt) and, once every worker's file is written, a
-// MANIFEST naming them with their sizes and checksums. A folder without a manifest is a
-// checkpoint that was never completed (a crash while it was written) and is never read. Every
-// file is written atomically: to a temporary name, flushed to the disk (fsync), then renamed,
-// and the folder synced, so a crash at any moment leaves the previous checkpoint whole.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// MANIFEST naming them with their sizes and checksums (manifest.hpp). A folder without a
+// manifest is a checkpoint that was never completed (a crash while it was written) and is never
+// read. Every file is written atomically (files.hpp), so a crash at any moment leaves the
+// previous checkpoint whole.
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
+#include "cocod/checkpoint/files.hpp"
 #include "cocod/checkpoint/format.hpp"
+#include "cocod/checkpoint/manifest.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod {
 namespace checkpoint {
-
-/// One complete checkpoint as its manifest describes it.
-struct CheckpointInfo {
-  std::filesystem::path folder;  ///< the folder round-NNNNNNNNNNNN in the directory
-  std::string algorithm;         ///< the algorithm that wrote it
-  std::size_t round = 0;         ///< rounds completed when it was taken
-  std::size_t step = 0;          ///< steps taken when it was taken
-  int workers = 0;               ///< workers that wrote it, one file each
-  struct File {
-    std::string name;            ///< worker-R.ckpt, R the rank
-    std::uint64_t size = 0;      ///< bytes
-    std::uint32_t crc = 0;       ///< CRC-32 of the whole file
-  };
-  std::vector<File> files;       ///< indexed by rank
-  [[nodiscard]] std::filesystem::path file(int rank) const { return folder / files[static_cast<std::size_t>(rank)].name; }
-};
 
 /// A directory of checkpoints, of which the newest `keep` complete ones are kept. Every worker
 /// of a run names the same directory (a shared file system when workers are processes on
@@ -68,7 +47,7 @@ class Checkpoints {
     std::snprintf(name, sizeof name, "round-%012zu", round);
     return dir_ / name;
   }
-  [[nodiscard]] static std::string file_name(int rank) { return "worker-" + std::to_string(rank) + ".ckpt"; }
+  [[nodiscard]] static std::string file_name(int rank) { return checkpoint::file_name(rank); }
 
   /// The newest complete checkpoint (one with a manifest), or none. A manifest that cannot be
   /// read is an error (CheckpointError naming it), not a reason to fall back silently.
@@ -85,54 +64,8 @@ class Checkpoints {
     return r;
   }
 
-  /// Reads and checks a manifest: CheckpointError naming it and what is wrong.
-  [[nodiscard]] static CheckpointInfo read_manifest(const std::filesystem::path& folder) {
-    const auto path = folder / "MANIFEST";
-    std::ifstream in(path);
-    auto fail = [&](const std::string& what) -> CheckpointError {
-      return CheckpointError("cocod: checkpoint manifest " + path.string() + " " + what);
-    };
-    if (!in) throw fail("cannot be read: " + std::string(std::strerror(errno)));
-    CheckpointInfo info;
-    info.folder = folder;
-    std::string line, key;
-    auto expect = [&](const char* name) -> std::istringstream {
-      if (!std::getline(in, line)) throw fail(std::string("ends before its '") + name + "' line");
-      std::istringstream s(line);
-      if (!(s >> key) || key != name) throw fail(std::string("has '") + line + "' where the '" + name + "' line belongs");
-      return s;
-    };
-    {
-      auto s = expect("cocod-checkpoint");
-      std::uint32_t version = 0;
-      if (!(s >> version) || version != checkpoint::format_version)
-        throw fail("has format version '" + line.substr(key.size()) + "'; this build reads version " + std::to_string(checkpoint::format_version));
-    }
-    {
-      auto s = expect("algorithm");
-      std::getline(s >> std::ws, info.algorithm);
-    }
-    auto number = [&](const char* name, auto& v) {
-      auto s = expect(name);
-      if (!(s >> v)) throw fail(std::string("has a bad '") + name + "' line: '" + line + "'");
-    };
-    number("round", info.round);
-    number("step", info.step);
-    number("workers", info.workers);
-    if (info.workers < 1 || info.workers > (1 << 20)) throw fail("names " + std::to_string(info.workers) + " workers");
-    for (int r = 0; r < info.workers; ++r) {
-      auto s = expect("file");
-      CheckpointInfo::File f;
-      std::string crc;
-      if (!(s >> f.name >> f.size >> crc) || f.name != file_name(r) || crc.size() != 8)
-        throw fail("has a bad line for worker " + std::to_string(r) + ": '" + line + "'");
-      const auto [end, ec] = std::from_chars(crc.data(), crc.data() + crc.size(), f.crc, 16);
-      if (ec != std::errc{} || end != crc.data() + crc.size()) throw fail("has a bad checksum for worker " + std::to_string(r) + ": '" + crc + "'");
-      info.files.push_back(std::move(f));
-    }
-    if (std::getline(in, line) && !line.empty()) throw fail("has an extra line: '" + line + "'");
-    return info;
-  }
+  /// Reads and checks a folder's manifest: CheckpointError naming it and what is wrong.
+  [[nodiscard]] static CheckpointInfo read_manifest(const std::filesystem::path& folder) { return checkpoint::read_manifest(folder); }
 
   /// Checks that every file the manifest lists exists with the size it names.
   static void check_files(const CheckpointInfo& info) {
@@ -163,67 +96,13 @@ class Checkpoints {
   }
 
   /// Reads a file's bytes; CheckpointError naming it when it cannot be read.
-  static std::vector<std::byte> read_bytes(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw CheckpointError("cocod: checkpoint " + path.string() + " cannot be read: " + std::strerror(errno));
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw CheckpointError("cocod: checkpoint " + path.string() + " cannot be read: " + std::strerror(errno));
-    std::vector<std::byte> data(bytes.size());
-    if (!bytes.empty()) std::memcpy(data.data(), bytes.data(), bytes.size());
-    return data;
-  }
-
-  /// Writes `data` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the
-  /// folder. Throws CheckpointError naming the file and the system's reason.
+  static std::vector<std::byte> read_bytes(const std::filesystem::path& path) { return checkpoint::read_bytes(path); }
+  /// Writes `data` to `path` atomically (files.hpp); CheckpointError naming the file and the reason.
   static void write_atomically(const std::filesystem::path& path, std::span<const std::byte> data) {
-    const auto tmp = path.string() + ".tmp";
-    auto fail = [&](const char* what) {
-      const int e = errno;
-      throw CheckpointError("cocod: checkpoint " + path.string() + ": " + what + " failed: " + std::strerror(e));
-    };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail("creating the temporary file");
-    const std::byte* p = data.data();
-    std::size_t left = data.size();
-    while (left > 0) {
-      const ::ssize_t n = ::write(fd, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int e = errno;
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        errno = e == 0 ? ENOSPC : e;
-        fail("writing");
-      }
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd) != 0) {
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      errno = e;
-      fail("fsync");
-    }
-    if (::close(fd) != 0) {
-      ::unlink(tmp.c_str());
-      fail("closing");
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      const int e = errno;
-      ::unlink(tmp.c_str());
-      errno = e;
-      fail("renaming the temporary file");
-    }
-    sync_folder(path.parent_path());
+    checkpoint::write_atomically(path, data);
   }
-
   /// Creates the folder of a checkpoint (and the directory).
-  static void make_folder(const std::filesystem::path& folder) {
-    std::error_code ec;
-    std::filesystem::create_directories(folder, ec);
-    if (ec) throw CheckpointError("cocod: checkpoint folder " + folder.string() + " cannot be created: " + ec.message());
-  }
+  static void make_folder(const std::filesystem::path& folder) { checkpoint::make_folder(folder); }
 
   /// Withdraws a folder's manifest, if it has one, before its files are replaced.
   static void retract(const std::filesystem::path& folder) {
@@ -238,15 +117,7 @@ class Checkpoints {
   /// Completes a checkpoint: writes its manifest (atomically), then removes what is older than
   /// the newest `keep` complete checkpoints, and folders that were never completed before it.
   void commit(const CheckpointInfo& info) const {
-    std::ostringstream m;
-    m << "cocod-checkpoint " << checkpoint::format_version << "\nalgorithm " << info.algorithm << "\nround " << info.round
-      << "\nstep " << info.step << "\nworkers " << info.workers << "\n";
-    for (const auto& f : info.files) {
-      char crc[16];
-      std::snprintf(crc, sizeof crc, "%08x", f.crc);
-      m << "file " << f.name << " " << f.size << " " << crc << "\n";
-    }
-    const std::string text = m.str();
+    const std::string text = manifest_text(info);
     write_atomically(info.folder / "MANIFEST", std::as_bytes(std::span<const char>(text.data(), text.size())));
     prune(info.round);
   }
@@ -293,13 +164,6 @@ class Checkpoints {
     } catch (...) {
     }
   }
-  static void sync_folder(const std::filesystem::path& folder) {
-    const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;  // the rename itself is atomic; syncing the folder makes it durable
-    ::fsync(fd);
-    ::close(fd);
-  }
-
   std::filesystem::path dir_;
   std::size_t keep_;
 };
