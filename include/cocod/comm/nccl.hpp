@@ -6,14 +6,12 @@
 #include <nccl.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,50 +21,12 @@
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/comm/detail/byte_blocks.hpp"
+#include "cocod/comm/detail/nccl/request.hpp"
+#include "cocod/comm/detail/nccl/state.hpp"
 #include "cocod/comm/detail/worker_threads.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::comm {
-
-namespace nccl_detail {
-inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw NcclError(std::string("cocod::comm::Nccl: ") + what + ": " + cudaGetErrorString(e));
-}
-inline void check(ncclResult_t e, const char* what) {
-  if (e != ncclSuccess) throw NcclError(std::string("cocod::comm::Nccl: ") + what + ": " + ncclGetErrorString(e));
-}
-template <class T>
-ncclDataType_t type() {
-  return std::is_same_v<T, double> ? ncclDouble : ncclFloat;
-}
-
-/// What every copy of one worker's Nccl shares: the NCCL communicator, the communication
-/// stream, a pool of events and a small device scratch buffer for host-memory collectives.
-struct State {
-  ncclComm_t comm = nullptr;
-  int rank = 0, size = 1, device = 0;
-  cudaStream_t stream = nullptr;
-  double* scratch = nullptr;
-  std::size_t scratch_size = 0;
-
-  bool owns_comm = true;  // false under Nccl::run, which destroys or aborts its communicators itself
-
-  State(ncclComm_t c, int device_, bool owns = true) : comm(c), device(device_), owns_comm(owns) {
-    check(cudaSetDevice(device), "cudaSetDevice");
-    check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
-    check(ncclCommCount(comm, &size), "ncclCommCount");
-    // Non-blocking: the legacy default stream, where Thrust's kernels run, does not wait for it.
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  }
-  State(const State&) = delete;
-  State& operator=(const State&) = delete;
-  ~State() {
-    if (scratch) cudaFree(scratch);
-    if (stream) cudaStreamDestroy(stream);
-    if (comm && owns_comm) ncclCommDestroy(comm);
-  }
-};
-}  // namespace nccl_detail
 
 /// The communicator of one GPU worker. Collectives on device_span buffers run on the worker's
 /// communication stream after the work already queued on the default (compute) stream, so a
@@ -79,47 +39,8 @@ struct State {
 ///     cocod::comm::Nccl comm{id, rank, size, device};   // one process per GPU (id from MPI)
 class Nccl {
  public:
-  class Request {
-   public:
-    Request() = default;
-    Request(Request&& o) noexcept : event_(std::exchange(o.event_, nullptr)), done_(o.done_) {}
-    Request& operator=(Request&& o) noexcept {
-      if (this != &o) {
-        release();
-        event_ = std::exchange(o.event_, nullptr);
-        done_ = o.done_;
-      }
-      return *this;
-    }
-    Request(const Request&) = delete;
-    Request& operator=(const Request&) = delete;
-    ~Request() { release(); }
-
-    void wait() {
-      if (!event_) return;
-      nccl_detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize");
-      done_ = Clock::now();
-      cudaEventDestroy(event_);
-      event_ = nullptr;
-    }
-    [[nodiscard]] Clock::time_point completed_at() const noexcept { return done_; }
-    /// Whether the collective completed on the device (cudaEventQuery), so that wait() returns
-    /// at once. Never blocks, never throws; a CUDA error counts as ready (wait() reports it).
-    [[nodiscard]] bool ready() const noexcept { return !event_ || cudaEventQuery(event_) != cudaErrorNotReady; }
-
-   private:
-    friend class Nccl;
-    explicit Request(cudaEvent_t e) : event_(e) {}
-    void release() noexcept {
-      if (event_) {
-        cudaEventSynchronize(event_);  // never let the buffer go while the all-reduce runs
-        cudaEventDestroy(event_);
-        event_ = nullptr;
-      }
-    }
-    cudaEvent_t event_ = nullptr;
-    Clock::time_point done_{};
-  };
+  /// A posted collective: wait() blocks until it completed on the device; dropping it waits too.
+  using Request = nccl_detail::Request;
 
   /// Joins an NCCL clique of `size` ranks identified by `id` (from ncclGetUniqueId on one rank,
   /// distributed by the application, e.g. with MPI_Bcast), on CUDA device `device`.
@@ -255,44 +176,19 @@ class Nccl {
   template <Scalar T>
   [[nodiscard]] Request all_reduce_async(std::span<T> buffer) {
     all_reduce(buffer);
-    Request done;  // already complete: it completed now (not at the clock's epoch)
-    done.done_ = Clock::now();
-    return done;
+    return Request::completed_now();
   }
 
  private:
   explicit Nccl(std::shared_ptr<nccl_detail::State> s) : state_(std::move(s)) {}
 
-  // The request of what was just queued on the communication stream: an event recorded after it.
-  Request record() {
-    cudaEvent_t done = nullptr;
-    nccl_detail::check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming | cudaEventBlockingSync),
-                       "cudaEventCreate");
-    if (const cudaError_t e = cudaEventRecord(done, state_->stream); e != cudaSuccess) {
-      cudaEventDestroy(done);
-      nccl_detail::check(e, "cudaEventRecord");
-    }
-    return Request(done);
-  }
-
-  // The communication stream waits for everything queued so far on the compute (default) stream.
-  void after_compute() {
-    cudaEvent_t ready = nullptr;
-    nccl_detail::check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
-    nccl_detail::check(cudaEventRecord(ready, cudaStreamLegacy), "cudaEventRecord");
-    nccl_detail::check(cudaStreamWaitEvent(state_->stream, ready, 0), "cudaStreamWaitEvent");
-    cudaEventDestroy(ready);  // released once the wait has been enqueued
-  }
+  Request record() { return Request::recorded_on(state_->stream); }
+  void after_compute() { state_->after_compute(); }
 
   template <class T, class F>
   void host_collective(std::span<T> buffer, F op) {
     const std::size_t bytes = buffer.size_bytes();
-    if (state_->scratch_size < bytes) {
-      if (state_->scratch) cudaFree(state_->scratch);
-      nccl_detail::check(cudaMalloc(reinterpret_cast<void**>(&state_->scratch), bytes), "cudaMalloc");
-      state_->scratch_size = bytes;
-    }
-    T* d = reinterpret_cast<T*>(state_->scratch);
+    T* d = static_cast<T*>(state_->scratch_of(bytes));
     nccl_detail::check(cudaMemcpy(d, buffer.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
     op(device_span<T>(d, buffer.size()));
     nccl_detail::check(cudaMemcpy(buffer.data(), d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
