@@ -30,6 +30,29 @@
 
 namespace cocod::comm::mpi_detail {
 
+// The calls on a communicator that Collectives makes once, when it is built.
+inline MPI_Comm duplicate(MPI_Comm comm) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
+  return dup;
+}
+inline int rank_of(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+inline int size_of(MPI_Comm comm) {
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+// MPI counts elements in an int.
+inline int checked_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw std::invalid_argument("cocod::comm::Mpi: buffers of more than 2^31-1 elements are not supported");
+  return static_cast<int>(n);
+}
+
 /// One collective, advanced stage by stage so that it can be driven by MPI_Test polls.
 struct Operation : comm::detail::Collective {
   Operation() = default;
@@ -114,22 +137,6 @@ class Collectives {
   }
 
  private:
-  static MPI_Comm duplicate(MPI_Comm comm) {
-    MPI_Comm dup = MPI_COMM_NULL;
-    check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
-    return dup;
-  }
-  static int rank_of(MPI_Comm comm) {
-    int r = 0;
-    MPI_Comm_rank(comm, &r);
-    return r;
-  }
-  static int size_of(MPI_Comm comm) {
-    int n = 1;
-    MPI_Comm_size(comm, &n);
-    return n;
-  }
-
   // Every rank holds every header: each finds the same mismatch and throws the same error.
   void check_headers() {
     const std::string mismatch = handshake_.mismatch();
@@ -162,11 +169,9 @@ class Collectives {
 
   template <class T>
   bool advance(Operation& op, bool block) {
-    const MPI_Datatype type = datatype<T>();
     auto finished = [&]() {
       return stall_.wait_all(&op.request, 1, block, op.since, [&] { stall_in_data(op); });
     };
-    T* data = static_cast<T*>(op.data);
     for (;;) {
       switch (op.stage) {
         case 0:
@@ -179,29 +184,16 @@ class Collectives {
           check_headers();
           op.stage = 2;
           break;
-        case 2: {
-          const int n = checked_count(op.count);
+        case 2:
           op.since = Clock::now();
           if (op.blocking) {
             op.stage = 0;
-            execute_blocking<T>(op);
+            move_data<T>(op);
             return true;
           }
-          if (op.op == Op::all_to_all) {
-            check(MPI_Ialltoall(op.send, n, MPI_BYTE, data, n, MPI_BYTE, comm_, &op.request), "MPI_Ialltoall");
-          } else if (op.op == Op::all_gather) {
-            check(MPI_Iallgather(gather_send(op), n, MPI_BYTE, data, n, MPI_BYTE, comm_, &op.request),
-                  "MPI_Iallgather");
-          } else if (op.op == Op::broadcast) {
-            check(MPI_Ibcast(data, n, type, op.root, comm_, &op.request), "MPI_Ibcast");
-          } else if (!rank_ordered()) {
-            check(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_, &op.request), "MPI_Iallreduce");
-          } else {
-            rank_ordered_.start(data, op.count, type, comm_, rank_, size_);
-          }
+          move_data<T>(op);
           op.stage = 3;
           break;
-        }
         default:
           if (op.op == Op::all_reduce && rank_ordered()) {
             if (!rank_ordered_.advance<T>(block, schedule_wait(op))) return false;
@@ -214,23 +206,42 @@ class Collectives {
     }
   }
 
+  // Moves op's data: by MPI's blocking collectives when op.blocking (done on return), otherwise
+  // by the non-blocking ones, which advance() then tests or waits for. The same calls either way.
   template <class T>
-  void execute_blocking(Operation& op) {
+  void move_data(Operation& op) {
+    const bool b = op.blocking;
     const MPI_Datatype type = datatype<T>();
     T* data = static_cast<T*>(op.data);
     const int n = checked_count(op.count);
-    if (op.op == Op::all_to_all) {
-      check(MPI_Alltoall(op.send, n, MPI_BYTE, data, n, MPI_BYTE, comm_), "MPI_Alltoall");
-    } else if (op.op == Op::all_gather) {
-      check(MPI_Allgather(gather_send(op), n, MPI_BYTE, data, n, MPI_BYTE, comm_), "MPI_Allgather");
-    } else if (op.op == Op::broadcast) {
-      check(MPI_Bcast(data, n, type, op.root, comm_), "MPI_Bcast");
-    } else if (!rank_ordered()) {
-      check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_), "MPI_Allreduce");
-    } else {  // (the same point-to-point schedule: no blocking call of MPI's does it)
-      rank_ordered_.start(data, op.count, type, comm_, rank_, size_);
-      rank_ordered_.advance<T>(true, schedule_wait(op));
+    MPI_Request* r = &op.request;
+    switch (op.op) {
+      case Op::all_to_all:
+        check(b ? MPI_Alltoall(op.send, n, MPI_BYTE, data, n, MPI_BYTE, comm_)
+                : MPI_Ialltoall(op.send, n, MPI_BYTE, data, n, MPI_BYTE, comm_, r),
+              b ? "MPI_Alltoall" : "MPI_Ialltoall");
+        return;
+      case Op::all_gather:
+        check(b ? MPI_Allgather(gather_send(op), n, MPI_BYTE, data, n, MPI_BYTE, comm_)
+                : MPI_Iallgather(gather_send(op), n, MPI_BYTE, data, n, MPI_BYTE, comm_, r),
+              b ? "MPI_Allgather" : "MPI_Iallgather");
+        return;
+      case Op::broadcast:
+        check(b ? MPI_Bcast(data, n, type, op.root, comm_) : MPI_Ibcast(data, n, type, op.root, comm_, r),
+              b ? "MPI_Bcast" : "MPI_Ibcast");
+        return;
+      case Op::all_reduce:
+        break;
     }
+    if (!rank_ordered()) {
+      check(b ? MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_)
+              : MPI_Iallreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_, r),
+            b ? "MPI_Allreduce" : "MPI_Iallreduce");
+      return;
+    }
+    // The same point-to-point schedule either way (no blocking call of MPI's does it).
+    rank_ordered_.start(data, op.count, type, comm_, rank_, size_);
+    if (b) rank_ordered_.advance<T>(true, schedule_wait(op));
   }
   // How the rank-ordered schedule tests or waits for its messages: a stall is no progress for
   // the stall timeout since the last message that completed.
@@ -244,12 +255,6 @@ class Collectives {
 
   // One rank has nothing to exchange, so its sum is MPI's whatever the setting.
   [[nodiscard]] bool rank_ordered() const noexcept { return deterministic_ && size_ > 1; }
-
-  static int checked_count(std::size_t n) {
-    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw std::invalid_argument("cocod::comm::Mpi: buffers of more than 2^31-1 elements are not supported");
-    return static_cast<int>(n);
-  }
 
   // An all-gather whose send is its own block of recv runs in place (MPI forbids the buffers to
   // overlap otherwise).
