@@ -67,23 +67,23 @@ class Operations {
   /// Posts e's non-blocking all-reduce of its model part. A compressed exchange sends the model
   /// part's deviation from `reference` (the same piece of the outer model z on every worker,
   /// unchanged until wait()), and wait() leaves z + the decoded sum in it.
-  void post(exchange_type& e, span_type reference = {}) { run_.reducer().post(e, reference, run_); }
+  void post(exchange_type& e, span_type reference = {}) { run_.reducer().post(e, reference, run_.context()); }
   /// Waits for e's all-reduce: its model part then holds the sum (for weighted contributions, the
   /// average). std::logic_error when nothing is in flight on e.
   [[nodiscard]] reduced_type wait(exchange_type& e) {
-    run_.reducer().wait(e, run_);
+    run_.reducer().wait(e, run_.context());
     return result(e);
   }
   /// e's all-reduce, blocking (compressed as post() says).
   [[nodiscard]] reduced_type reduce(exchange_type& e, span_type reference = {}) {
-    run_.reducer().reduce(e, reference, false, run_);
+    run_.reducer().reduce(e, reference, false, run_.context());
     return result(e);
   }
   /// x = sum_j w_j x_j through e (e's model part as long as x), blocking and exact (never
   /// compressed). A withheld contribution: x is the consensus of the finite ones, acknowledged.
   void average(span_type x, exchange_type& e) {
     scale(backend_type{}, e.model(), x, weight());
-    run_.reducer().reduce(e, span_type{}, true, run_);
+    run_.reducer().reduce(e, span_type{}, true, run_.context());
     const reduced_type r = result(e);
     copy(backend_type{}, x, r.consensus());
     if (r.partial()) acknowledge(r, Recovery::restarted);

@@ -123,10 +123,6 @@ class Trainer {
   /// parameters and computes the weights w_i. Then: next_batch() and step() until you stop,
   /// and finish().
   void begin(Model& model) {
-    static_assert(!(requires(Model& m) { m.buffers(); } && !BufferedModel<Model>),
-                  "cocod::BufferedModel: the model's buffers() must return one contiguous buffer of the parameters' "
-                  "scalar and memory space, by reference or as a view (std::span<T>, cocod::device_span<T>), not an "
-                  "owning container by value");
     run_.setup(model, name, [&](span_type x) {
       operations_type ops{run_, model};
       if constexpr (hooks) rule_.begin(ops, x);
@@ -240,15 +236,7 @@ class Trainer {
   Trainer(sorted, Comm comm, Options options, detail::Parts<Schedule, Update, settings_type> parts)
       : run_(std::move(comm), std::move(options), std::move(parts.schedule), std::move(parts.update)),
         settings_(std::move(parts.settings)),
-        rule_(make_rule(settings_)) {}
-  static rule_type make_rule(const settings_type& s) {
-    std::apply([](const auto&... each) {
-      (detail::validate_setting(each), ...);
-      (detail::check_communicator<typename Run::CommImpl>(each), ...);
-    }, s);
-    if constexpr (std::tuple_size_v<settings_type> > 0) return rule_type(s);
-    else return rule_type();
-  }
+        rule_(detail::make_rule<rule_type, typename Run::CommImpl>(settings_)) {}
   // The checkpoint session of `store` (found by argument-dependent lookup in <cocod/checkpoint.hpp>).
   template <class Store>
   auto session(const Store& store) {

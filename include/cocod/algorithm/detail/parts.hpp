@@ -103,4 +103,16 @@ void check_communicator(const Compress& c) {
                     compress::name(c.format));
 }
 
+/// The rule of an algorithm, built from its validated settings (std::invalid_argument naming
+/// the field, and a Compress its communicator cannot run).
+template <class Rule, class Comm, class Settings>
+Rule make_rule(const Settings& settings) {
+  std::apply([](const auto&... each) {
+    (validate_setting(each), ...);
+    (check_communicator<Comm>(each), ...);
+  }, settings);
+  if constexpr (std::tuple_size_v<Settings> > 0) return Rule(settings);
+  else return Rule();
+}
+
 }  // namespace cocod::detail

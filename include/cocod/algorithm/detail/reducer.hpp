@@ -62,7 +62,7 @@ class Reducer {
   }
   /// Posts e's non-blocking reduction; a compressed exchange sends its deviation from `reference`.
   template <class Context>
-  void post(Exchange& e, Span reference, Context& where) {
+  void post(Exchange& e, Span reference, const Context& where) {
     check_idle(e, "post");
     const ControlTag tag = write(e, where);
     if (e.compressed())
@@ -73,7 +73,7 @@ class Reducer {
   }
   /// Waits for e's reduction and reads its slots.
   template <class Context>
-  void wait(Exchange& e, Context& where) {
+  void wait(Exchange& e, const Context& where) {
     if (!e.in_flight()) throw std::logic_error("cocod: wait() on an exchange with no collective in flight; post() it first");
     const auto c = e.wait(control_.staging());
     recorder_.awaited(where.step(), c.posted, c.done, c.t0, c.t1, e.bytes_sent());
@@ -82,7 +82,7 @@ class Reducer {
   }
   /// e's reduction, blocking (compressed as post() says; `exact`: the plain sum whatever e is).
   template <class Context>
-  void reduce(Exchange& e, Span reference, bool exact, Context& where) {
+  void reduce(Exchange& e, Span reference, bool exact, const Context& where) {
     check_idle(e, "reduce");
     const ControlTag tag = write(e, where);
     const bool compressed = e.compressed() && !exact;
@@ -103,7 +103,7 @@ class Reducer {
   /// The control slots alone, blocking: for a round in which the algorithm reduced nothing, so
   /// that losses, votes and the step check still reach every worker.
   template <class Context>
-  void reduce_control(Context& where) {
+  void reduce_control(const Context& where) {
     const ControlTag tag = write(Span{}, where);
     const auto t0 = comm::Clock::now();
     comm_.all_reduce(control_.staging());
@@ -139,11 +139,11 @@ class Reducer {
   // The slots of a reduction of `contribution`, which the guard checks first (a NaN or an
   // infinity never enters a reduction: it would reach every worker; it is withheld, zeros sent).
   template <class Context>
-  ControlTag write(Exchange& e, Context& where) {
+  ControlTag write(Exchange& e, const Context& where) {
     return write(e.model(), where);
   }
   template <class Context>
-  ControlTag write(Span contribution, Context& where) {
+  ControlTag write(Span contribution, const Context& where) {
     const bool measured = where.write_window(control_.window_slots());
     const bool withheld = guard_.template withholds<B>(contribution, where.step());
     if (withheld && contribution.size() > 0) zero(B{}, contribution);
@@ -153,7 +153,7 @@ class Reducer {
     return ControlTag{loss_round, measured, withheld};
   }
   template <class Context>
-  void read(ControlTag tag, Context& where) {
+  void read(ControlTag tag, const Context& where) {
     guard_.read(std::span<const T>(control_.guard_slots()), tag.withheld);
     votes_.read(std::span<const T>(control_.vote_slots()), std::span<const T>(control_.step_slots()), tag.loss_round, guard_.kept_weight());
     if (const std::string steps = votes_.out_of_step(); !steps.empty())

@@ -19,6 +19,7 @@
 #include "cocod/algorithm/detail/loop.hpp"
 #include "cocod/algorithm/detail/recorder.hpp"
 #include "cocod/algorithm/detail/reducer.hpp"
+#include "cocod/algorithm/detail/reduction_context.hpp"
 #include "cocod/algorithm/detail/run_checks.hpp"
 #include "cocod/options.hpp"
 #include "cocod/schedule/measurement.hpp"
@@ -54,6 +55,10 @@ class Run {
   /// starts, and begin(x) starts the algorithm.
   template <class Begin>
   void setup(Model& model, const char* name, Begin&& begin) {
+    static_assert(!(requires(Model& m) { m.buffers(); } && !BufferedModel<Model>),
+                  "cocod::BufferedModel: the model's buffers() must return one contiguous buffer of the parameters' "
+                  "scalar and memory space, by reference or as a view (std::span<T>, cocod::device_span<T>), not an "
+                  "owning container by value");
     if (running_) throw std::logic_error("cocod: begin() called twice without finish()");
     const auto run_start = comm::Clock::now();
     auto& comm = reducer_.comm();
@@ -123,7 +128,7 @@ class Run {
         end_round();
         check_acknowledged();
         average_buffers(model);
-        if (reducer_.take_collectives() == 0) reducer_.reduce_control(*this);  // losses, votes, the step check
+        if (reducer_.take_collectives() == 0) reducer_.reduce_control(context());  // losses, votes, the step check
         close_round();
       }
       return *step_loss_;
@@ -173,15 +178,9 @@ class Run {
     guard_.acknowledge(replaced, left, loop_.pos().round, loop_.pos().step, [&] { recorder_.skipped(); });
   }
 
-  // ---- what the reducer asks of the run at each reduction ---------------------------------------
+  /// What the reducer reads of the run at each reduction.
+  [[nodiscard]] ReductionContext<Schedule, T> context() noexcept { return {loop_, window_, schedule_, options_}; }
   [[nodiscard]] double weight() const noexcept { return loop_.info().weight; }
-  [[nodiscard]] std::size_t rank() const noexcept { return static_cast<std::size_t>(loop_.info().rank); }
-  [[nodiscard]] std::size_t step() const noexcept { return loop_.pos().step; }
-  [[nodiscard]] bool write_window(std::span<T> slots) noexcept { return window_.write(slots, loop_.info().rank); }
-  void read_window(std::span<const T> slots) {
-    const RunInfo& i = loop_.info();
-    window_.read(slots, schedule_, options_, i.rank, i.workers, i.total_batch, loop_.plan());
-  }
 
   // ---- the parts, for the trainer, the operations and a checkpoint session ----------------------
   [[nodiscard]] bool running() const noexcept { return running_; }
@@ -200,7 +199,7 @@ class Run {
  private:
   void average_buffers(Model& model) {
     if constexpr (BufferedModel<Model>)
-      detail::average_buffers<B>(reducer_.comm(), recorder_, as_span(model.buffers()), static_cast<T>(weight()), step(), guard_.on());
+      detail::average_buffers<B>(reducer_.comm(), recorder_, as_span(model.buffers()), static_cast<T>(weight()), loop_.pos().step, guard_.on());
     else
       (void)model;
   }
