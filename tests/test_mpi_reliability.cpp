@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support.hpp"
+#include "unaware_rule.hpp"
 
 namespace fs = std::filesystem;
 
@@ -184,44 +185,10 @@ TEST_CASE("a NaN on one rank: every rank raises the same error or skips, no mode
   check_non_finite<cocod::PipeSGD>("pipe");
 }
 
-namespace {
-// An algorithm of one's own that knows nothing of the guard: its round end scales, reduces and
-// copies, and never acknowledges a partial result.
-template <class Ops>
-class Unaware {
-  using T = typename Ops::scalar_type;
-  using B = typename Ops::backend_type;
-  using Span = typename Ops::span_type;
-
- public:
-  static constexpr const char* name = "unaware";
-  void begin(Ops& ops, Span x) {
-    gradient_.resize(x.size());
-    ops.prepare(send_, {.name = "send", .size = x.size()});
-  }
-  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
-    ops.gradient(batch, gradient_.span());
-    ops.update(x, gradient_.span(), lr);
-  }
-  void end_round(Ops& ops, Span x) {
-    scale(B{}, send_.model(), x, ops.weight());
-    (void)ops.reduce(send_);
-    copy(B{}, x, send_.model());
-  }
-  void finish(Ops&, Span) {}
-  template <class Archive>
-  void serialize(Archive&) {}
-
- private:
-  cocod::backend::buffer<B, T> gradient_;
-  typename Ops::exchange_type send_;
-};
-}  // namespace
-
 TEST_CASE("an algorithm that does not acknowledge a partial result: the same NonFiniteError on every rank") {
   Flaky model(40, 6, 50 + static_cast<std::uint64_t>(world->rank()));
   model.bad = world->rank() == world->size() - 1;
-  cocod::Trainer<Unaware, Flaky, Mpi> opt{*world, options, sgd};
+  cocod::Trainer<cocod_test::Unaware, Flaky, Mpi> opt{*world, options, sgd};
   std::string error;
   try {
     opt.optimize(model, cocod::Steps{30});

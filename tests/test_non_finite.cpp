@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "unaware_rule.hpp"
+
 #include "support.hpp"
 
 namespace {
@@ -202,38 +204,6 @@ TEST_CASE("a NaN in the final average: NonFiniteError from finish(), and the opt
 }
 
 namespace {
-// An algorithm of one's own that knows nothing of the guard: its round end scales, reduces and
-// copies, as the operations allow, and never acknowledges a partial result.
-template <class Ops>
-class Unaware {
-  using T = typename Ops::scalar_type;
-  using B = typename Ops::backend_type;
-  using Span = typename Ops::span_type;
-
- public:
-  static constexpr const char* name = "unaware";
-  void begin(Ops& ops, Span x) {
-    gradient_.resize(x.size());
-    ops.prepare(send_, {.name = "send", .size = x.size()});
-  }
-  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
-    ops.gradient(batch, gradient_.span());
-    ops.update(x, gradient_.span(), lr);
-  }
-  void end_round(Ops& ops, Span x) {
-    scale(B{}, send_.model(), x, ops.weight());
-    (void)ops.reduce(send_);
-    copy(B{}, x, send_.model());
-  }
-  void finish(Ops&, Span) {}
-  template <class Archive>
-  void serialize(Archive&) {}
-
- private:
-  cocod::backend::buffer<B, T> gradient_;
-  typename Ops::exchange_type send_;
-};
-
 /// x stays 1 (a zero gradient); the loss of rank 1 is NaN at its step 2.
 auto constant_model(int rank) {
   return cocod::make_model(std::vector<double>{1.0}, 8, [rank, step = std::size_t{0}](std::span<const std::size_t>, std::span<const double>, std::span<double> g) mutable {
@@ -249,7 +219,7 @@ TEST_CASE("an algorithm that does not acknowledge a partial result: NonFiniteErr
     std::vector<double> x(2);
     cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
       auto model = constant_model(comm.rank());
-      cocod::Trainer<Unaware, decltype(model), cocod::comm::Threads> opt{comm, {.period = 4, .batch_size = 2, .non_finite = policy}};
+      cocod::Trainer<cocod_test::Unaware, decltype(model), cocod::comm::Threads> opt{comm, {.period = 4, .batch_size = 2, .non_finite = policy}};
       try {
         opt.optimize(model, cocod::Steps{8});
       } catch (const cocod::NonFiniteError& e) {
