@@ -179,9 +179,10 @@ TEST_CASE("with proportional sampling from measured speeds a slow worker does no
 
 TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agreed by every worker") {
   // c = 16 samples * 100 us = 1.6 ms per step; a throttled link whose all-reduce costs 6 ms,
-  // so k = ceil(6 / 1.6) = 4 (5 if sleeps overshoot). With max_period = 3 the cap wins.
-  const cocod::comm::Link link{.latency = 0.0015, .bandwidth = 1e12};  // 2 * (3 - 1) * 1.5 ms = 6 ms
+  // so k = ceil(6 / 1.6) = 4 (5 if sleeps overshoot). With max_period = 3 the cap wins: there the
+  // link costs 24 ms (k would be 15), so that a step slowed by a busy machine still leaves k > 3.
   for (std::size_t cap : {32u, 3u}) {
+    const cocod::comm::Link link{.latency = cap == 3 ? 0.006 : 0.0015, .bandwidth = 1e12};  // 2 * (3 - 1) * latency
     std::vector<std::vector<std::size_t>> periods(3);
     const cocod::Options o{.learning_rate = 0.01, .period = 1, .batch_size = 16, .seed = 3};
     cocod::comm::Threads::run(3, [&](cocod::comm::Threads inner) {

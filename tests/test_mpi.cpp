@@ -302,7 +302,9 @@ TEST_CASE("an adaptive schedule re-plans the same way on every rank") {
   };
   Slow model(256, 5, static_cast<std::uint64_t>(world->rank()));
   const int N = world->size();
-  model.delay_us = world->rank() == N - 1 ? 60 : 20;
+  // Delays of milliseconds per step, far above the scheduling jitter of more ranks than cores
+  // (MPICH's ranks poll while they wait), so that the slow rank is measured slow.
+  model.delay_us = world->rank() == N - 1 ? 600 : 200;
   using S = cocod::schedule::Adaptive<>;
   cocod::Optimizer<Slow, Mpi, S> opt{*world, {.period = 2, .batch_size = 8}, S{.max_period = 6, .first = 2, .every = 3}};
   const auto report = opt.optimize(model, cocod::Steps{120});
