@@ -17,7 +17,7 @@ struct CheckpointEvery {
   double seconds = 0.0;    ///< at the first round end once `seconds` have passed since the last one
 };
 
-/// Saves `optimizer`'s run of `model` into `store` (see Trainer::save) at full round ends:
+/// Saves `trainer`'s run of `model` into `store` (see Trainer::save) at full round ends:
 ///
 ///     cocod::Checkpoints store{"checkpoints"};
 ///     cocod::callbacks::Checkpoint save{opt, model, store, {.rounds = 50}};
@@ -25,11 +25,11 @@ struct CheckpointEvery {
 ///     opt.optimize(model, cocod::Epochs{90}, save);
 ///
 /// Every worker passes the same settings. saves() counts the checkpoints written.
-template <class Optimizer, class Model>
+template <class Algorithm, class Model>
 class Checkpoint {
  public:
-  Checkpoint(Optimizer& optimizer, Model& model, Checkpoints store, CheckpointEvery every)
-      : optimizer_(optimizer), model_(model), store_(std::move(store)), every_(every) {
+  Checkpoint(Algorithm& trainer, Model& model, Checkpoints store, CheckpointEvery every)
+      : trainer_(trainer), model_(model), store_(std::move(store)), every_(every) {
     if (every_.rounds == 0 && !(every_.seconds > 0.0))
       invalid_setting("cocod::callbacks::CheckpointEvery", "rounds", "or seconds must be > 0", "rounds = 0, seconds = 0");
     if (every_.seconds < 0.0 || every_.seconds != every_.seconds)
@@ -40,14 +40,14 @@ class Checkpoint {
   /// (after every callback's on_round, so that their stop votes are in the checkpoint)
   void after_round(const RoundStats& r) {
     if (r.steps != r.period) return;  // a last, partial round: the run is over
-    if (every_.seconds > 0.0 && optimizer_.communicator().rank() == 0 &&
+    if (every_.seconds > 0.0 && trainer_.communicator().rank() == 0 &&
         std::chrono::duration<double>(Clock::now() - last_).count() >= every_.seconds) {
-      optimizer_.request_checkpoint();
+      trainer_.request_checkpoint();
       last_ = Clock::now();
     }
-    const bool due = (every_.rounds > 0 && (r.round + 1) % every_.rounds == 0) || optimizer_.checkpoint_agreed();
+    const bool due = (every_.rounds > 0 && (r.round + 1) % every_.rounds == 0) || trainer_.checkpoint_agreed();
     if (!due) return;
-    optimizer_.save(model_, store_);
+    trainer_.save(model_, store_);
     last_ = Clock::now();
     ++saves_;
   }
@@ -55,7 +55,7 @@ class Checkpoint {
 
  private:
   using Clock = std::chrono::steady_clock;
-  Optimizer& optimizer_;
+  Algorithm& trainer_;
   Model& model_;
   Checkpoints store_;
   CheckpointEvery every_;

@@ -28,7 +28,7 @@ namespace checkpoint {
 
 /// A directory of checkpoints, of which the newest `keep` complete ones are kept. Every worker
 /// of a run names the same directory (a shared file system when workers are processes on
-/// several machines). Optimizers write through it (save(), callbacks::Checkpoint) and read from
+/// several machines). Trainers write through it (save(), callbacks::Checkpoint) and read from
 /// it (resume()); it keeps no run state itself, so a copy refers to the same directory.
 class Checkpoints {
  public:

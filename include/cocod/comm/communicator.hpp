@@ -1,6 +1,6 @@
 #pragma once
 // What a communicator provides. Communicators are cheap handles (copying one refers to the
-// same workers), so optimizers keep them by value.
+// same workers), so trainers keep them by value.
 #include <chrono>
 #include <concepts>
 #include <cstddef>

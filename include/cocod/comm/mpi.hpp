@@ -9,7 +9,7 @@
 //                                 polls MPI_Test, sleeping between polls (default)
 //   MpiProgress::blocking_thread  a communication thread that waits in MPI_Wait (Open MPI spins
 //                                 there, taking a core from the computation)
-//   MpiProgress::caller           no thread: the optimizer calls progress() between local steps
+//   MpiProgress::caller           no thread: the trainer calls progress() between local steps
 //                                 and the collective advances only then and in wait()
 // Blocking collectives (all_reduce, broadcast, all_to_all, all_gather) run in the caller, in
 // every design, once the posted ones completed: MPI never matches a blocking collective with a
@@ -174,7 +174,7 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   using StagedDeviceCollectives::all_reduce_async;
   using StagedDeviceCollectives::broadcast;
 
-  /// Advances collectives in flight (MpiProgress::caller); optimizers call it between steps.
+  /// Advances collectives in flight (MpiProgress::caller); trainers call it between steps.
   void progress() { engine_->progress(); }
 
   /// Ends every process of the job with `code` after printing `message` from this rank.

@@ -31,7 +31,7 @@ namespace cocod::comm {
 /// The communicator of one GPU worker. Collectives on device_span buffers run on the worker's
 /// communication stream after the work already queued on the default (compute) stream, so a
 /// posted all-reduce overlaps the kernels queued after it. Host-memory collectives (the small
-/// set-up agreement of an optimizer) go through a device scratch buffer, blocking. The byte
+/// set-up agreement of a run) go through a device scratch buffer, blocking. The byte
 /// collectives (all_to_all, all_gather) take device buffers only, so Nccl does not satisfy
 /// ByteCollectives, whose buffers are host memory.
 ///

@@ -7,11 +7,11 @@
 
 namespace cocod {
 
-/// How a model-averaging algorithm encodes what it sends (Options::compress). Every format but
+/// How a model-averaging algorithm encodes what it sends (Compress::format). Every format but
 /// `none` sends each worker's weighted deviation from the outer model, with error feedback:
 ///  - none: the full model in the scalar type, summed by one all-reduce (the default);
 ///  - bf16: 2 bytes per element, the top half of an fp32, rounded to nearest even;
-///  - fp16: 2 bytes per element, in blocks of Options::compress_block elements that share one
+///  - fp16: 2 bytes per element, in blocks of Compress::block elements that share one
 ///    fp32 scale (a power of two), so that deviations never leave fp16's range;
 ///  - int8: 1 byte per element, symmetric, one fp32 scale per block (max |x| / 127).
 enum class Compression { none, bf16, fp16, int8 };

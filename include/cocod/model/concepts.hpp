@@ -159,7 +159,7 @@ using backend_of_model_t = typename model_requirements::traits_of<M>::backend;
 template <class M>
 using span_of_t = typename model_requirements::traits_of<M>::span;
 
-/// Checks a model type where a user names an optimizer with it: the first mistake found gets
+/// Checks a model type where a user names a trainer with it: the first mistake found gets
 /// one message that names it and its fix, instead of a page of template errors.
 template <class M>
 constexpr bool check_model() {

@@ -4,7 +4,7 @@
 // chrome://tracing or https://ui.perfetto.dev. It shows where communication overlaps compute.
 //
 //   cocod::trace::Timeline timeline("CoCoD-SGD", workers);
-//   optimizer.trace(&timeline.lane(rank));     // on each worker, before optimize()/begin()
+//   trainer.trace(&timeline.lane(rank));       // on each worker, before optimize()/begin()
 //   ...
 //   timeline.save("run.json");                 // after the run
 #include <algorithm>
