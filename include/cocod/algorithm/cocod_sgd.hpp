@@ -151,7 +151,7 @@ class CoCoDSGD {
   // A partial average: no outer step, z' = the consensus; the fragment restarts from it (all of
   // the model, from z, on a worker whose own state held the NaN).
   void merge(Ops& ops, const Reduced& r, Span x) {
-    const detail::Piece p = rotation_.current();
+    const Piece p = rotation_.current();
     Span xs = x.subspan(p.offset, p.size), as = anchor_.span().subspan(p.offset, p.size);
     if (r.partial()) {
       copy(B{}, outer_.z(p), r.consensus());
@@ -172,7 +172,7 @@ class CoCoDSGD {
   // Fragment f's snapshot, posted at the next round's start: a^f = x^f, s = w x^f.
   void snapshot_fragment(Ops& ops, Span x, std::size_t f) {
     rotation_.turn_to(f);
-    const detail::Piece p = rotation_.current();
+    const Piece p = rotation_.current();
     send_.use(p);
     snapshot(B{}, anchor_.span().subspan(p.offset, p.size), send_.model(), x.subspan(p.offset, p.size), ops.weight());
   }

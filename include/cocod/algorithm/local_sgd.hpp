@@ -71,7 +71,7 @@ class LocalSGD {
   void outer_round(Ops& ops, Span x) {
     scale(B{}, send_.model(), x, ops.weight());
     const auto r = ops.reduce(send_, outer_.z());
-    const detail::Piece whole{0, x.size(), 0};
+    const Piece whole{0, x.size(), 0};
     if (r.partial())
       copy(B{}, outer_.z(), r.consensus());
     else

@@ -54,12 +54,13 @@ struct Fragments {
   }
 };
 
-namespace detail {
-
-/// A piece of the model: `size` parameters at `offset`, fragment `index` of the rotation.
+/// A piece of the model: `size` parameters at `offset`, fragment `index` of `pieces` (an
+/// exchange prepared with ExchangeSpec::pieces posts one at a time: Exchange::use).
 struct Piece {
   std::size_t offset = 0, size = 0, index = 0;
 };
+
+namespace detail {
 
 /// The fragments of n parameters, fragment f = [f n / F, (f + 1) n / F) (the library's one
 /// partition), and whose turn it is: the fragment posted next or in flight.
