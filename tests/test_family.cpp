@@ -404,7 +404,7 @@ TEST_CASE("A compressed exchange's bytes are its encoded blocks, and its time co
     auto opt = cocod_test::make<cocod::Optimizer<Model, decltype(comm)>>(comm, o);
     reports[static_cast<std::size_t>(inner.rank())] = opt.optimize(model, cocod::Steps{8});
   });
-  control = 3 + n + 2 * n + 1;  // loss, votes; steps; the non-finite guard
+  control = 4 + n + 2 * n + 1;  // loss, unsent weight, votes; steps; the non-finite guard
   const double block2 = static_cast<double>(cocod::compress::encoded_bytes(cocod::Compression::int8, 6, 4, sizeof(T)));
   const double block1 = block2 + static_cast<double>(control * sizeof(T));
   for (const auto& report : reports) {

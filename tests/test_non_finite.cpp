@@ -234,3 +234,120 @@ TEST_CASE("an algorithm that does not acknowledge a partial result: NonFiniteErr
     CHECK(x == std::vector<double>{1.0, 1.0});  // the average of the finite contributions, not 0.5
   }
 }
+
+namespace {
+template <template <class...> class A>
+void check_consensus_losses(const char* name, std::size_t period) {
+  CAPTURE(name);
+  std::vector<cocod::Report> reports(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    auto model = constant_model(comm.rank());
+    A<decltype(model), cocod::comm::Threads> opt{comm, {.period = period, .batch_size = 2, .non_finite = cocod::NonFinite::skip}};
+    reports[static_cast<std::size_t>(comm.rank())] = opt.optimize(model, cocod::Steps{12});
+  });
+  for (const auto& report : reports) {
+    std::size_t losses = 0;
+    for (const auto& round : report.rounds)
+      if (round.consensus_loss_round != static_cast<std::size_t>(-1)) {
+        CHECK(round.consensus_loss == 1.0);  // every finite loss is 1: their average, exactly
+        ++losses;
+      }
+    CHECK(losses + 1 >= report.rounds.size());
+    CHECK(report.total(&cocod::RoundStats::skipped) == 1);
+  }
+}
+}  // namespace
+
+TEST_CASE("a non-finite loss never reaches the consensus loss, whichever reduction carries it") {
+  // Under S-SGD and Pipe-SGD the reduction that withholds the step's gradient comes before the
+  // one that carries the round's mean loss: that worker sends no loss, and the others' average
+  // is divided by their weights.
+  check_consensus_losses<cocod::SyncSGD>("ssgd", 1);
+  check_consensus_losses<cocod::PipeSGD>("pipe", 2);
+  check_consensus_losses<cocod::PipeSGD>("pipe k=3", 3);
+  check_consensus_losses<cocod::CoCoDSGD>("cocod", 2);
+  check_consensus_losses<cocod::LocalSGD>("local", 2);
+  check_consensus_losses<cocod::OverlapLocalSGD>("overlap", 2);
+}
+
+namespace {
+/// x's only parameter is 1 (a zero gradient), except on rank 1 at its step 2: a NaN gradient,
+/// so that its model, and everything it contributes, is NaN.
+auto nan_gradient_model(int rank) {
+  return cocod::make_model(std::vector<double>{1.0}, 8, [rank, step = std::size_t{0}](std::span<const std::size_t>, std::span<const double>,
+                                                                                    std::span<double> g) mutable {
+    g[0] = rank == 1 && step++ == 2 ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    return 1.0;
+  });
+}
+
+// Two exchanges reduced in one round end, both partial when a worker's model is NaN: each result
+// is acknowledged on its own (Both = false: only the first is).
+template <bool Both>
+struct TwoExchanges {
+  template <class Ops>
+  class Rule {
+    using T = typename Ops::scalar_type;
+    using B = typename Ops::backend_type;
+    using Span = typename Ops::span_type;
+
+   public:
+    static constexpr const char* name = "two exchanges";
+    void begin(Ops& ops, Span x) {
+      gradient_.resize(x.size());
+      ops.prepare(a_, {.name = "a", .size = x.size()});
+      ops.prepare(b_, {.name = "b", .size = x.size()});
+    }
+    void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+      ops.gradient(batch, gradient_.span());
+      ops.update(x, gradient_.span(), lr);
+    }
+    void end_round(Ops& ops, Span x) {
+      scale(B{}, a_.model(), x, ops.weight());
+      scale(B{}, b_.model(), x, ops.weight());
+      const auto ra = ops.reduce(a_);
+      const auto rb = ops.reduce(b_);
+      copy(B{}, x, ra.consensus());
+      ops.acknowledge(ra, cocod::Recovery::restarted);
+      if (Both) ops.acknowledge(rb, cocod::Recovery::restarted);
+      ops.acknowledge(ra, cocod::Recovery::restarted);  // twice is once
+    }
+    void finish(Ops& ops, Span x) { ops.average(x, a_); }
+    template <class Archive>
+    void serialize(Archive&) {}
+
+   private:
+    cocod::backend::buffer<B, T> gradient_;
+    typename Ops::exchange_type a_, b_;
+  };
+};
+
+template <bool Both>
+std::vector<std::string> two_exchanges(std::vector<cocod::Report>& reports) {
+  std::vector<std::string> errors(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    auto model = nan_gradient_model(comm.rank());
+    cocod::Trainer<TwoExchanges<Both>::template Rule, decltype(model), cocod::comm::Threads> opt{
+        comm, {.period = 4, .batch_size = 2, .non_finite = cocod::NonFinite::skip}};
+    try {
+      reports[static_cast<std::size_t>(comm.rank())] = opt.optimize(model, cocod::Steps{12});
+    } catch (const cocod::NonFiniteError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  return errors;
+}
+}  // namespace
+
+TEST_CASE("two partial results in one hook are acknowledged one by one") {
+  std::vector<cocod::Report> reports(2);
+  CHECK(two_exchanges<true>(reports) == std::vector<std::string>(2));
+  for (const auto& report : reports) {
+    CHECK(report.rounds[0].skipped == 2);  // both reductions of round 0 skipped
+    CHECK(report.total(&cocod::RoundStats::skipped) == 2);
+  }
+  for (const auto& e : two_exchanges<false>(reports))
+    CHECK(e == "cocod: a NaN or an infinity in round 0 (step 4): rank 1 had a non-finite gradient or parameters at step 4, "
+               "withheld from the reduction; two exchanges did not acknowledge the partial result (Operations::acknowledge), "
+               "so the run stops");
+}

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -153,7 +154,7 @@ TEST_CASE("posting an exchange in flight is refused, and the failed run can be b
   opt.begin(model);
   (void)opt.step(model, opt.next_batch());
   CHECK_THROWS_WITH_AS(opt.step(model, opt.next_batch()),
-                       "cocod: post() on an exchange whose collective is in flight; wait() for it first",
+                       "cocod: post() on exchange 'send', whose collective is in flight; wait() for it first",
                        std::logic_error);
   CHECK_NOTHROW(opt.begin(model));  // the failed run ended: nothing in flight, not running
   CHECK_THROWS_WITH_AS(opt.begin(model), "cocod: begin() called twice without finish()", std::logic_error);
@@ -188,9 +189,9 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   c.loss_ready(3, 1.5);
   c.vote();
   copy_state(c, d);
-  std::vector<double> vc(3), vd(3), steps_c(2), steps_d(2);
-  const auto tc = c.write(std::span<double>(vc), std::span<double>(steps_c), 0.5, true, 1, 7);
-  const auto td = d.write(std::span<double>(vd), std::span<double>(steps_d), 0.5, true, 1, 7);
+  std::vector<double> vc(4), vd(4), steps_c(2), steps_d(2);
+  const auto tc = c.write(std::span<double>(vc), std::span<double>(steps_c), 0.5, true, true, 1, 7);
+  const auto td = d.write(std::span<double>(vd), std::span<double>(steps_d), 0.5, true, true, 1, 7);
   CHECK(tc == td);
   CHECK(vc == vd);
   CHECK(vc[0] == 0.75);  // w * the ready loss
@@ -367,4 +368,129 @@ TEST_CASE("an algorithm that reduces no exchange in a round still gets consensus
     CHECK(report.rounds.back().consensus_loss_round == 4);
   }
   CHECK(x[0] == x[1]);  // the consensus at the end
+}
+
+namespace {
+/// x stays 1 (a zero gradient); the loss of rank 1 is NaN at its step 2.
+auto nan_loss_model(int rank) {
+  return cocod::make_model(std::vector<double>{1.0}, 8, [rank, step = std::size_t{0}](std::span<const std::size_t>, std::span<const double>,
+                                                                                    std::span<double> g) mutable {
+    g[0] = 0.0;
+    return rank == 1 && step++ == 2 ? std::numeric_limits<double>::quiet_NaN() : 1.0;
+  });
+}
+}  // namespace
+
+TEST_CASE("an algorithm that reduces no exchange in a round: a NaN loss is raised at the round's end, or skipped in finish") {
+  SUBCASE("raise: the same NonFiniteError on every worker, from the round's control reduction") {
+    std::vector<std::string> errors(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      auto model = nan_loss_model(comm.rank());
+      cocod::Trainer<OneShot, decltype(model), cocod::comm::Threads> opt{comm, {.period = 4, .batch_size = 2}};
+      try {
+        (void)opt.optimize(model, cocod::Steps{12});
+      } catch (const cocod::NonFiniteError& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    for (const auto& e : errors)
+      CHECK(e == "cocod: a NaN or an infinity in round 0 (step 4): rank 1 had a non-finite loss at step 2, withheld from the "
+                 "reduction; found by the round's control reduction (one-shot averaging reduced no exchange in the round); "
+                 "the models are left as they are");
+  }
+  SUBCASE("skip: the finding waits for the final average, which leaves the consensus of the finite models") {
+    std::vector<cocod::Report> reports(2);
+    std::vector<double> x(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      auto model = nan_loss_model(comm.rank());
+      cocod::Trainer<OneShot, decltype(model), cocod::comm::Threads> opt{
+          comm, {.period = 4, .batch_size = 2, .non_finite = cocod::NonFinite::skip}};
+      const auto r = static_cast<std::size_t>(comm.rank());
+      reports[r] = opt.optimize(model, cocod::Steps{12});
+      x[r] = model.parameters()[0];
+    });
+    CHECK(x == std::vector<double>{1.0, 1.0});
+    for (const auto& report : reports) {
+      CHECK(report.total(&cocod::RoundStats::skipped) == 1);  // the final average's, counted in the last round
+      CHECK(report.rounds.back().skipped == 1);
+      for (const auto& round : report.rounds)
+        if (round.consensus_loss_round != static_cast<std::size_t>(-1)) CHECK(round.consensus_loss == 1.0);
+    }
+  }
+}
+
+namespace {
+// The misuses of the operations a rule of one's own can make, each refused naming the exchange.
+enum class Misuse { average_size, no_pieces, model_too_small, piece_outside, in_flight_at_round_end, earlier_run, wait_idle };
+
+template <Misuse M>
+struct Misusing {
+  template <class Ops>
+  class Rule {
+    using T = typename Ops::scalar_type;
+    using Span = typename Ops::span_type;
+
+   public:
+    static constexpr const char* name = "misuse";
+    void begin(Ops& ops, Span x) {
+      gradient_.resize(x.size());
+      if constexpr (M == Misuse::no_pieces) ops.prepare(send_, {.name = "send", .size = x.size(), .pieces = 0});
+      if constexpr (M == Misuse::model_too_small) ops.prepare(send_, {.name = "send", .size = x.size(), .model = 1});
+      if constexpr (M == Misuse::piece_outside) {
+        ops.prepare(send_, {.name = "send", .size = 1, .model = x.size(), .pieces = 2});
+        send_.use(cocod::Piece{.offset = 1, .size = 1, .index = 2});
+      }
+      if (M == Misuse::earlier_run && prepared_) return;  // (prepares only in its first run)
+      ops.prepare(send_, {.name = "send", .size = x.size()});
+      prepared_ = true;
+    }
+    void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+      ops.gradient(batch, gradient_.span());
+      ops.update(x, gradient_.span(), lr);
+      if constexpr (M == Misuse::in_flight_at_round_end)
+        if (!send_.in_flight()) ops.post(send_);
+      if constexpr (M == Misuse::wait_idle) (void)ops.wait(send_);
+    }
+    void end_round(Ops& ops, Span x) {
+      if constexpr (M == Misuse::average_size) ops.average(x.first(1), send_);
+      if constexpr (M == Misuse::earlier_run) ops.average(x, send_);
+    }
+    void finish(Ops& ops, Span x) {
+      if (send_.in_flight()) (void)ops.wait(send_);
+      ops.average(x, send_);
+    }
+    template <class Archive>
+    void serialize(Archive&) {}
+
+   private:
+    cocod::backend::buffer<typename Ops::backend_type, T> gradient_;
+    typename Ops::exchange_type send_;
+    bool prepared_ = false;
+  };
+};
+
+template <Misuse M>
+std::string misuse_error(std::size_t runs = 1) {
+  Model model(16, 3, 1);
+  cocod::Trainer<Misusing<M>::template Rule, Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 2, .batch_size = 2}};
+  try {
+    for (std::size_t r = 0; r < runs; ++r) (void)opt.optimize(model, cocod::Steps{4});
+  } catch (const std::logic_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("a rule's misuse of an exchange is a logic_error naming the exchange and what is wrong") {
+  CHECK(misuse_error<Misuse::average_size>() == "cocod: average() of 1 values through exchange 'send', whose model part has 3");
+  CHECK(misuse_error<Misuse::no_pieces>() == "cocod: prepare(): exchange 'send': ExchangeSpec::pieces must be at least 1");
+  CHECK(misuse_error<Misuse::model_too_small>() == "cocod: prepare(): exchange 'send': ExchangeSpec::model (1) is smaller than its size (3)");
+  CHECK(misuse_error<Misuse::piece_outside>() ==
+        "cocod: use() on exchange 'send': piece 2 of 1 values at offset 1 does not fit (its size 1, model 3, pieces 2)");
+  CHECK(misuse_error<Misuse::in_flight_at_round_end>() ==
+        "cocod: exchange 'send' is in flight at the end of a round: wait() for it in end_round, or prepare it with "
+        ".in_flight_between_rounds = true");
+  CHECK(misuse_error<Misuse::earlier_run>(2) == "cocod: average() on exchange 'send', which was not prepare()d for this run");
+  CHECK(misuse_error<Misuse::wait_idle>() == "cocod: wait() on exchange 'send', which has no collective in flight; post() it first");
 }

@@ -4,8 +4,10 @@
 // slots (losses, votes, the step check, an adaptive schedule's measurements) and is timed.
 #include <cstddef>
 #include <span>
+#include <stdexcept>
 #include <string>
 
+#include "cocod/algorithm/exchange_spec.hpp"
 #include "cocod/algorithm/reduced.hpp"
 #include "cocod/family/compress.hpp"
 #include "cocod/family/fragments.hpp"
@@ -15,17 +17,6 @@
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod {
-
-/// How Operations::prepare sizes an exchange.
-struct ExchangeSpec {
-  const char* name = "exchange";  ///< its section in a checkpoint ("exchange.<name>"): one per exchange
-  std::size_t size = 0;           ///< parameters in its model part (with pieces: the largest piece)
-  Compress compress = {};         ///< what it sends: the model part itself (none), or its deviation, compressed
-  std::size_t model = 0;          ///< compressed: the model's parameter count (its residuals; 0: size)
-  std::size_t pieces = 1;         ///< > 1: it exchanges one of `pieces` fragments at a time (Exchange::use)
-  bool in_flight_between_rounds = false;  ///< its collective may be in flight when a round ends
-  bool scratch = false;   ///< its model part is no run state between rounds (a checkpoint saves none of it)
-};
 
 /// The operations an algorithm's hooks receive (docs/extending.md): the model's gradient, the
 /// local update, the worker's weight, and the exchanges with their reductions. The types an
@@ -60,10 +51,7 @@ class Operations {
   [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
 
   /// Sizes exchange e for this run (in begin(), for every exchange the algorithm uses).
-  void prepare(exchange_type& e, const ExchangeSpec& s) {
-    run_.reducer().prepare(e, s.name, s.size, s.compress, s.model ? s.model : s.size, s.pieces, s.in_flight_between_rounds,
-                           s.scratch);
-  }
+  void prepare(exchange_type& e, const ExchangeSpec& s) { run_.reducer().prepare(e, s); }
   /// Posts e's non-blocking all-reduce of its model part. A compressed exchange sends the model
   /// part's deviation from `reference` (the same piece of the outer model z on every worker,
   /// unchanged until wait()), and wait() leaves z + the decoded sum in it.
@@ -82,6 +70,10 @@ class Operations {
   /// x = sum_j w_j x_j through e (e's model part as long as x), blocking and exact (never
   /// compressed). A withheld contribution: x is the consensus of the finite ones, acknowledged.
   void average(span_type x, exchange_type& e) {
+    run_.reducer().check_idle(e, "average");
+    if (x.size() != e.model_size())
+      throw std::logic_error("cocod: average() of " + std::to_string(x.size()) + " values through exchange '" + e.name() +
+                             "', whose model part has " + std::to_string(e.model_size()));
     scale(backend_type{}, e.model(), x, weight());
     run_.reducer().reduce(e, span_type{}, true, run_.context());
     const reduced_type r = result(e);
@@ -94,7 +86,7 @@ class Operations {
   /// every worker, with `left` saying where the models are when the default does not; skip counts
   /// the skip (NonFiniteError after Options::max_skips in a row).
   void acknowledge(const reduced_type& r, Recovery how, const char* left = nullptr) {
-    if (r.partial()) run_.acknowledge(how == Recovery::restarted, left);
+    if (r.partial()) run_.acknowledge(r.ticket_, how == Recovery::restarted, r.own_, left);
   }
 
  private:

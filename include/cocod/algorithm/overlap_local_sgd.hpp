@@ -66,7 +66,7 @@ class OverlapLocalSGD {
     const std::size_t n = x.size();
     anchor_.resize(n);
     velocity_.resize(n);
-    ops.prepare(send_, {.name = "anchor", .size = n, .compress = compress_, .in_flight_between_rounds = true});
+    ops.prepare(send_, {.name = "anchor", .size = n, .compress = compress_});
     ops.prepare(gradient_, {.name = "gradient", .size = n, .scratch = true});  // and the final consensus
     copy(B{}, anchor_.span(), x);
     zero(B{}, velocity_.span());
@@ -111,7 +111,7 @@ class OverlapLocalSGD {
       zero(B{}, velocity_.span());
     }
     ops.acknowledge(r, r.withheld_here() ? Recovery::restarted : Recovery::kept,
-                    " the anchor is the consensus of the finite contributions, and a worker that withheld its own"
+                    "the anchor is the consensus of the finite contributions, and a worker that withheld its own"
                     " model starts again from it");
   }
 

@@ -3,6 +3,7 @@
 // compressed exchange with error feedback).
 #include <cstddef>
 
+#include "cocod/comm/communicator.hpp"
 #include "cocod/compress/format.hpp"
 #include "cocod/errors.hpp"
 
@@ -25,6 +26,16 @@ struct Compress {
   /// Throws std::invalid_argument naming the field that breaks its rule.
   void validate() const {
     if (block == 0) invalid_setting("cocod::Compress", "block", "must be >= 1", block);
+  }
+  /// Throws std::invalid_argument when a communicator of type Comm cannot run it: compression
+  /// needs byte collectives.
+  template <class Comm>
+  void check_communicator() const {
+    if (active() && !comm::ByteCollectives<Comm>)
+      invalid_setting("cocod::Compress", "format",
+                      "needs a communicator with byte collectives (all_to_all_async, all_gather_async: comm::Local, "
+                      "Threads, Throttled and Mpi have them)",
+                      compress::name(format));
   }
   [[nodiscard]] bool active() const noexcept { return format != Compression::none; }
   /// The fields a resumed run must share with the saved one.

@@ -7,6 +7,7 @@
 // collective. Each part owns a region of them: the votes and the step check (here), the
 // non-finite guard (guard.hpp) and a measuring schedule's window (schedule/measurement.hpp).
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <span>
@@ -23,14 +24,15 @@ struct ControlTag {
   std::size_t loss_round = npos;  ///< round whose loss they carry, or npos
   bool measured = false;          ///< the schedule's window follows them
   bool withheld = false;          ///< this worker withheld its contribution (a non-finite value)
+  bool guarded = true;            ///< the guard's slots are written and read (not in a control-only reduction)
 };
 
-/// The layout, [votes: 3][steps: N][guard: G][window: W], and the host staging the parts write
+/// The layout, [votes: 4][steps: N][guard: G][window: W], and the host staging the parts write
 /// into before a reduction and read from after it.
 template <class T>
 class ControlSlots {
  public:
-  static constexpr std::size_t votes = 3;
+  static constexpr std::size_t votes = 4;
 
   void start(std::size_t workers, std::size_t guard, std::size_t window) {
     workers_ = workers;
@@ -50,9 +52,10 @@ class ControlSlots {
   std::size_t workers_ = 0, guard_ = 0;
 };
 
-/// The votes: [w_i * (latest complete round's mean loss), stop vote, checkpoint vote], and the
-/// step check: N slots in which each worker writes the step it is at, so that workers out of
-/// step are an error on every worker. Owns the run state of losses and votes.
+/// The votes: [w_i * (latest complete round's mean loss), w_i of a worker whose mean loss is not
+/// finite (it sends none), stop vote, checkpoint vote], and the step check: N slots in which
+/// each worker writes the step it is at, so that workers out of step are an error on every
+/// worker. Owns the run state of losses and votes.
 class Votes {
  public:
   /// Run state: the loss waiting to be sent, the consensus that arrived, the votes.
@@ -85,28 +88,34 @@ class Votes {
   void checkpoint_taken() noexcept { s_.checkpoint_agreed = false; }
 
   /// Fills the vote and step slots; `send_loss` false: this worker sends no loss (it withholds its
-  /// contribution: the loss may be the NaN). Returns the loss round the slots carry.
+  /// contribution: the loss may be the NaN). `finite`: a mean loss that is not finite is not
+  /// sent either, and its weight is counted out of the consensus loss (the guard is on). Returns
+  /// the loss round the slots carry.
   template <class T>
-  std::size_t write(std::span<T> votes, std::span<T> steps, double weight, bool send_loss, std::size_t rank,
+  std::size_t write(std::span<T> votes, std::span<T> steps, double weight, bool send_loss, bool finite, std::size_t rank,
                     std::size_t step) noexcept {
-    votes[0] = s_.ready_round == npos || !send_loss ? T(0) : static_cast<T>(weight * s_.ready_loss);
-    votes[1] = s_.vote ? T(1) : T(0);
-    votes[2] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
+    const bool ready = s_.ready_round != npos && send_loss;
+    const bool unsent = ready && finite && !std::isfinite(s_.ready_loss);
+    votes[0] = ready && !unsent ? static_cast<T>(weight * s_.ready_loss) : T(0);
+    votes[1] = unsent ? static_cast<T>(weight) : T(0);
+    votes[2] = s_.vote ? T(1) : T(0);
+    votes[3] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
     std::fill(steps.begin(), steps.end(), T(0));
     steps[rank] = static_cast<T>((step & step_mask) + 1);  // exact in a float
     return s_.ready_round;
   }
   /// Reads the slots after a reduction. `kept_weight`: the summed weights of the workers whose
-  /// loss is in the sum (1 when none withheld), by which the consensus loss is divided.
+  /// contribution is in the sum (1 when none withheld); less the weights of the losses not sent,
+  /// it divides the consensus loss (by 1, exactly, when every loss arrived), NaN when none did.
   template <class T>
   void read(std::span<const T> votes, std::span<const T> steps, std::size_t loss_round, double kept_weight) noexcept {
     if (loss_round != npos) {
-      s_.consensus_loss = static_cast<double>(votes[0]);
-      if (kept_weight > 0.0) s_.consensus_loss /= kept_weight;  // (by 1, exactly, when none withheld)
+      const double divisor = votes[1] > T(0) ? kept_weight - static_cast<double>(votes[1]) : kept_weight;
+      s_.consensus_loss = divisor > 0.0 ? static_cast<double>(votes[0]) / divisor : std::numeric_limits<double>::quiet_NaN();
       s_.consensus_round = loss_round;
     }
-    if (votes[1] > T(0)) s_.stop_agreed = true;
-    if (votes[2] > T(0)) s_.checkpoint_agreed = true;
+    if (votes[2] > T(0)) s_.stop_agreed = true;
+    if (votes[3] > T(0)) s_.checkpoint_agreed = true;
     out_of_step_ = false;
     for (std::size_t j = 1; j < steps.size(); ++j) out_of_step_ = out_of_step_ || steps[j] != steps[0];
     if (out_of_step_) steps_seen_.assign(steps.begin(), steps.end());

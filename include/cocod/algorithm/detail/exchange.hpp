@@ -39,13 +39,21 @@ class Exchange {
   [[nodiscard]] Span model() noexcept { return buffer_.first(piece_.size); }
   /// Its length (at most the size it was prepared with).
   [[nodiscard]] std::size_t model_size() const noexcept { return piece_.size; }
+  /// Its name (ExchangeSpec::name): its section in a checkpoint, and in messages.
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// A collective is in flight on it (or completed and not yet waited for).
   [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
-  /// An exchange of pieces (prepared with pieces > 1): the piece of the model posted next.
+  /// An exchange of pieces (prepared with pieces > 1): the piece of the model posted next, at
+  /// most its size, within the model it was prepared for, fragment p.index of its pieces.
   void use(const Piece& p) {
-    if (in_flight_) throw std::logic_error("cocod: an exchange is resized while its collective is in flight");
-    if (p.size > capacity_ || (p.size != capacity_ && !pieces_))
-      throw std::logic_error("cocod: an exchange's model part beyond its capacity, or a piece of one that takes none");
+    const std::string what = "cocod: use() on exchange '" + name_ + "': ";
+    if (in_flight_) throw std::logic_error(what + "its collective is in flight; wait() for it first");
+    if (pieces_ == 1 && p.size != capacity_)
+      throw std::logic_error(what + "it takes no pieces (prepare it with ExchangeSpec::pieces > 1)");
+    if (p.size > capacity_ || p.offset > total_ || p.size > total_ - p.offset || p.index >= pieces_)
+      throw std::logic_error(what + "piece " + std::to_string(p.index) + " of " + std::to_string(p.size) + " values at offset " +
+                             std::to_string(p.offset) + " does not fit (its size " + std::to_string(capacity_) + ", model " +
+                             std::to_string(total_) + ", pieces " + std::to_string(pieces_) + ")");
     piece_ = p;
   }
   /// Bytes this worker sent for its latest collective (a ring all-reduce sends 2 (N - 1) / N of
@@ -67,17 +75,26 @@ class Exchange {
     return workers <= 1 ? 0.0 : 2.0 * (N - 1.0) / N * static_cast<double>(n * sizeof(T));
   }
 
-  void resize(const char* name, std::size_t n, std::size_t control, bool pieces, bool may_fly, bool scratch) {
+  void resize(const std::string& name, std::size_t n, std::size_t total, std::size_t control, std::size_t pieces, bool may_fly,
+              bool scratch, std::size_t generation) {
     drain();
     name_ = name;
     scratch_ = scratch;
     buffer_.resize(n + control);
     piece_ = Piece{0, n, 0};
     capacity_ = n;
+    total_ = total;
     control_ = control;
     pieces_ = pieces;
     may_fly_ = may_fly;
+    generation_ = generation;
     codec_ = Compressed<Comm, B, T>{};
+  }
+  // A compressed exchange's reference: the same piece of the outer model, as long as the model part.
+  void check_reference(Span reference) const {
+    if (reference.size() != piece_.size)
+      throw std::logic_error("cocod: compressed exchange '" + name_ + "' is posted with a reference of " +
+                             std::to_string(reference.size()) + " values for a model part of " + std::to_string(piece_.size));
   }
   [[nodiscard]] bool compressed() const noexcept { return codec_.active(); }
   [[nodiscard]] Span whole() noexcept { return buffer_.first(piece_.size + control_); }
@@ -92,15 +109,12 @@ class Exchange {
   /// The compressed transport: s = w a (in the model part) as its deviation from `reference`.
   void post_compressed(Comm& comm, ControlTag tag, std::span<const T> control, Span reference, T w) {
     if constexpr (comm::ByteCollectives<Comm>) {
-      if (reference.size() != piece_.size)
-        throw std::logic_error("cocod: a compressed exchange is posted with a reference of " + std::to_string(reference.size()) +
-                               " values for a model part of " + std::to_string(piece_.size));
       posted(tag);
       codec_.post(comm, model(), reference, w, piece_, control, tag.withheld);
       bytes_ = codec_.bytes_sent();
     } else {
       (void)comm, (void)tag, (void)control, (void)reference, (void)w;
-      throw std::logic_error("cocod: a compressed exchange needs a communicator with all_to_all_async and all_gather_async");
+      throw std::logic_error("cocod: compressed exchange '" + name_ + "' needs a communicator with all_to_all_async and all_gather_async");
     }
   }
   // (before the collective is posted: a communicator may complete it right there)
@@ -163,7 +177,7 @@ class Exchange {
   void serialize(Archive& a) {
     if constexpr (Archive::saving)
       if ((in_flight_ && !settled_) || (in_flight_ && scratch_))
-        throw std::logic_error(std::string("cocod: exchange '") + name_ + "' is saved while its collective is in flight");
+        throw std::logic_error("cocod: exchange '" + name_ + "' is saved while its collective is in flight");
     bool completed = settled_;
     a("completed", completed);
     a("loss_round", tag_.loss_round);
@@ -173,10 +187,10 @@ class Exchange {
     a("bytes_sent", bytes_);
     if (compressed()) codec_.serialize(a);
     if constexpr (!Archive::saving) {
-      if (piece_.size > capacity_ || (piece_.size != capacity_ && !pieces_))
+      if (piece_.size > capacity_ || (piece_.size != capacity_ && pieces_ == 1))
         a.fail("model_size", "is not a size this exchange can have (corrupt)");
       if (completed && (!may_fly_ || scratch_))
-        a.fail("completed", std::string("says that a collective is in flight on exchange '") + name_ + "', which has none between rounds (corrupt)");
+        a.fail("completed", "says that a collective is in flight on exchange '" + name_ + "', which has none between rounds (corrupt)");
       drain();
       in_flight_ = settled_ = completed;
       const auto now = comm::Clock::now();
@@ -185,10 +199,11 @@ class Exchange {
   }
 
   backend::buffer<B, T> buffer_;
-  const char* name_ = "";
+  std::string name_;
   Piece piece_{};
-  std::size_t capacity_ = 0, control_ = 0;
-  bool pieces_ = false;   // use() may shrink the model part
+  std::size_t capacity_ = 0, total_ = 0, control_ = 0;
+  std::size_t pieces_ = 1;     // > 1: use() may choose a piece of the model
+  std::size_t generation_ = 0;  // of the run it was prepared for
   bool may_fly_ = false;  // a collective may be in flight between rounds
   bool scratch_ = false;  // its contents are no run state between rounds: a checkpoint saves none of them
   Compressed<Comm, B, T> codec_;

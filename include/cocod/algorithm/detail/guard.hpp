@@ -8,7 +8,8 @@
 // itself in its slots, [what worker j found (0: nothing, 1: a loss, 2: its contribution), 1 + the
 // step it found it at, the summed weights of the workers that did not], so that every worker
 // learns of it from the same reduction. A partial result must be acknowledged by the algorithm
-// before its step ends; the guard then raises or counts the skip as the policy says.
+// before its step ends; the guard then raises or counts the skip as the policy says. Each
+// partial result has its own ticket, so that two in one hook are acknowledged one by one.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -39,9 +40,12 @@ class Guard {
     skips_ = clean_ = 0;
     withheld_.clear();
     withheld_.reserve(workers);
-    pending_ = own_ = false;
+    pending_.clear();
+    own_ = false;
   }
   [[nodiscard]] bool on() const noexcept { return policy_ != NonFinite::off; }
+  /// NonFinite::raise: a finding ends the run at the first reduction that reports it.
+  [[nodiscard]] bool raises() const noexcept { return policy_ == NonFinite::raise; }
   /// Its slots per reduced buffer.
   [[nodiscard]] std::size_t slots() const noexcept { return on() ? 2 * workers_ + 1 : 0; }
 
@@ -89,7 +93,7 @@ class Guard {
     }
     clean_ = 0;
     kept_weight_ = static_cast<double>(g[2 * workers_]);
-    pending_ = true;
+    pending_.push_back({++tickets_, withheld_});
   }
   /// The reduction just read lacks a withheld contribution.
   [[nodiscard]] bool partial() const noexcept { return !withheld_.empty(); }
@@ -97,43 +101,49 @@ class Guard {
   [[nodiscard]] bool own() const noexcept { return own_; }
   /// The summed weights of the contributions it holds (1 when none was withheld).
   [[nodiscard]] double kept_weight() const noexcept { return kept_weight_; }
+  /// The ticket of the partial result just read (after read(), when partial()).
+  [[nodiscard]] std::size_t ticket() const noexcept { return tickets_; }
   /// A partial result that no algorithm acknowledged.
-  [[nodiscard]] bool pending() const noexcept { return pending_; }
+  [[nodiscard]] bool pending() const noexcept { return !pending_.empty(); }
+  /// The partial result of `ticket` waits to be acknowledged.
+  [[nodiscard]] bool pending(std::size_t ticket) const noexcept {
+    return std::any_of(pending_.begin(), pending_.end(), [&](const Partial& p) { return p.ticket == ticket; });
+  }
 
-  /// The algorithm dealt with the partial result: `replaced`, this worker's state restarted from
-  /// the consensus (so it forgets its finding); returns whether its local update state must be
-  /// forgotten too (it held the NaN). Then NonFinite::raise throws NonFiniteError on every worker,
-  /// skip counts the skip (`skipped()` runs; NonFiniteError after max_skips in a row). `left` says
-  /// where the models are left, when the default does not.
+  /// The algorithm dealt with the partial result of `ticket` (once; again is nothing): `replaced`,
+  /// this worker's state restarted from the consensus (so it forgets its finding). Then
+  /// NonFinite::raise throws NonFiniteError on every worker, skip counts the skip (`skipped()`
+  /// runs; NonFiniteError after max_skips in a row). `left` says where the models are left, when
+  /// the default does not.
   template <class Skipped>
-  void acknowledge(bool replaced, const char* left, std::size_t round, std::size_t step, Skipped&& skipped) {
-    pending_ = false;
+  void acknowledge(std::size_t ticket, bool replaced, const char* left, std::size_t round, std::size_t step, Skipped&& skipped) {
+    const auto it = find_ticket(ticket);
+    if (it == pending_.end()) return;
+    const std::vector<Withheld> found = std::move(it->withheld);
+    pending_.erase(it);
     if (replaced) found_ = 0;
     if (policy_ == NonFinite::raise)
-      fail(left       ? left
-           : replaced ? " the model is left at the consensus of the finite contributions"
-                      : " the model is left as it was before that update",
+      fail(found,
+           left       ? left
+           : replaced ? "the model is left at the consensus of the finite contributions"
+                      : "the model is left as it was before that update",
            round, step);
     skipped();
     if (++skips_ >= max_skips_)
-      fail(" " + std::to_string(skips_) + " reductions in a row were skipped (Options::max_skips = " + std::to_string(max_skips_) + ")",
+      fail(found, std::to_string(skips_) + " reductions in a row were skipped (Options::max_skips = " + std::to_string(max_skips_) + ")",
            round, step);
     withheld_.clear();
   }
-  /// Whether acknowledging with `replaced` must forget the update state: its state held the NaN.
-  [[nodiscard]] bool held_nan(bool replaced) const noexcept { return replaced && (own_ || found_ != 0); }
+  /// Whether restarting a worker from a partial result (`replaced`; `own`: its contribution was
+  /// withheld from it) must forget its update state: its state held the NaN.
+  [[nodiscard]] bool held_nan(bool replaced, bool own) const noexcept { return replaced && (own || found_ != 0); }
 
   /// "cocod: a NaN or an infinity in round R (step S): rank 1 had a non-finite loss at step 37,
-  /// withheld from the reduction;" + `then`, as NonFiniteError.
-  [[noreturn]] void fail(const std::string& then, std::size_t round, std::size_t step) {
-    std::string what = "cocod: a NaN or an infinity in round " + std::to_string(round) + " (step " + std::to_string(step) + "):";
-    for (const auto& w : withheld_)
-      what += " rank " + std::to_string(w.rank) + (w.what == 1 ? " had a non-finite loss" : " had a non-finite gradient or parameters") +
-              " at step " + std::to_string(w.step) + ",";
-    what += " withheld from the reduction;";
-    withheld_.clear();
-    pending_ = false;
-    throw NonFiniteError(what + then);
+  /// withheld from the reduction; " + `then`, as NonFiniteError, for the partial result of
+  /// `ticket` (0: the first one not acknowledged, or else the latest reduction's).
+  [[noreturn]] void fail(const std::string& then, std::size_t round, std::size_t step, std::size_t ticket = 0) {
+    const auto it = ticket != 0 ? find_ticket(ticket) : pending_.begin();
+    fail(it != pending_.end() ? it->withheld : withheld_, then, round, step);
   }
 
   template <class Archive>
@@ -146,6 +156,23 @@ class Guard {
 
  private:
   static constexpr std::size_t step_mask = (std::size_t{1} << 20) - 1;
+  struct Partial {
+    std::size_t ticket;
+    std::vector<Withheld> withheld;
+  };
+  [[noreturn]] void fail(const std::vector<Withheld>& found, const std::string& then, std::size_t round, std::size_t step) {
+    std::string what = "cocod: a NaN or an infinity in round " + std::to_string(round) + " (step " + std::to_string(step) + "):";
+    for (const auto& w : found)
+      what += " rank " + std::to_string(w.rank) + (w.what == 1 ? " had a non-finite loss" : " had a non-finite gradient or parameters") +
+              " at step " + std::to_string(w.step) + ",";
+    what += " withheld from the reduction; ";
+    withheld_.clear();
+    pending_.clear();
+    throw NonFiniteError(what + then);
+  }
+  std::vector<Partial>::iterator find_ticket(std::size_t ticket) noexcept {
+    return std::find_if(pending_.begin(), pending_.end(), [&](const Partial& p) { return p.ticket == ticket; });
+  }
   void find(int what, std::size_t step) noexcept {
     if (found_ != 0) return;
     found_ = what;
@@ -158,8 +185,10 @@ class Guard {
   int found_ = 0;  // 1: a loss, 2: its contribution
   std::size_t found_step_ = 0, skips_ = 0, clean_ = 0;
   std::vector<Withheld> withheld_;
+  std::vector<Partial> pending_;  // the partial results not acknowledged yet
+  std::size_t tickets_ = 0;
   double kept_weight_ = 1.0;
-  bool own_ = false, pending_ = false;
+  bool own_ = false;
 };
 
 }  // namespace cocod::detail

@@ -91,16 +91,10 @@ void validate_setting(const std::optional<S>& s) {
   if (s) validate_setting(*s);
 }
 
-/// What a setting needs of the communicator Comm: compression needs byte collectives.
+/// What a setting needs of the communicator Comm (Compress: byte collectives).
 template <class Comm, class S>
-void check_communicator(const S&) {}
-template <class Comm>
-void check_communicator(const Compress& c) {
-  if (c.active() && !comm::ByteCollectives<Comm>)
-    invalid_setting("cocod::Compress", "format",
-                    "needs a communicator with byte collectives (all_to_all_async, all_gather_async: comm::Local, "
-                    "Threads, Throttled and Mpi have them)",
-                    compress::name(c.format));
+void check_communicator(const S& s) {
+  if constexpr (requires { s.template check_communicator<Comm>(); }) s.template check_communicator<Comm>();
 }
 
 /// The rule of an algorithm, built from its validated settings (std::invalid_argument naming

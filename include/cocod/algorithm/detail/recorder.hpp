@@ -92,7 +92,7 @@ class Recorder {
     close(current_);
     current_.round_s = seconds(comm::Clock::now() - round_start_);
     if (keep_ > 0 && report_.rounds.size() >= 2 * keep_) trim();  // the oldest half: amortized, no allocation
-    report_.rounds.push_back(current_);
+    report_.rounds.push_back(std::exchange(current_, RoundStats{}));  // (what follows until the next round: see finish())
     return report_.rounds.back();
   }
   /// Rounds closed so far, those dropped from the report included.
@@ -116,8 +116,10 @@ class Recorder {
     a("rounds_dropped", report_.rounds_dropped);
   }
   void stopped_early() noexcept { report_.stopped_early = true; }
-  /// The report of the finished run, with its totals.
+  /// The report of the finished run, with its totals. A reduction skipped after the last round
+  /// closed (by the final wait) counts in that round.
   Report finish(std::size_t steps, double epochs) {
+    if (!report_.rounds.empty()) report_.rounds.back().skipped += std::exchange(current_.skipped, 0);
     report_.steps = steps;
     report_.epochs = epochs;
     report_.seconds = seconds(comm::Clock::now() - run_start_);

@@ -8,6 +8,7 @@
 // the guard, its slots written and read, its time recorded, and a partial result normalized to
 // the consensus of the finite contributions before the algorithm sees it. Each call names the
 // run it serves (`where`: weight(), rank(), step(), and the window's write_window/read_window).
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "cocod/algorithm/detail/exchange.hpp"
 #include "cocod/algorithm/detail/guard.hpp"
 #include "cocod/algorithm/detail/recorder.hpp"
+#include "cocod/algorithm/exchange_spec.hpp"
 #include "cocod/backend/backend.hpp"
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
@@ -39,32 +41,39 @@ class Reducer {
   [[nodiscard]] Votes& votes() noexcept { return votes_; }
   [[nodiscard]] const Votes& votes() const noexcept { return votes_; }
 
-  /// A new run of `workers` workers whose schedule's window takes `window` slots.
+  /// A new run of `workers` workers whose schedule's window takes `window` slots (nothing is in
+  /// flight: the run drained what a failed run left).
   void start(std::size_t workers, std::size_t window) {
-    drain();  // what a failed run left in flight
     exchanges_.clear();
+    ++generation_;
     votes_.start(workers);
     control_.start(workers, guard_.slots(), window);
     collectives_ = 0;
   }
-  /// Sizes exchange e for a model part of n scalars and the control slots, plain or compressed
-  /// (`c`, for models of `total` parameters in at most `pieces` pieces). `name` is its section in
-  /// a checkpoint; `may_fly`: a collective may be in flight on it between rounds; `scratch`: its
-  /// contents are no run state between rounds.
-  void prepare(Exchange& e, const char* name, std::size_t n, const Compress& c, std::size_t total, std::size_t pieces,
-               bool may_fly, bool scratch) {
+  /// Sizes exchange e for this run as `s` says: a model part of s.size scalars and the control
+  /// slots, plain or compressed, whole or in pieces of a model of s.model parameters.
+  void prepare(Exchange& e, const ExchangeSpec& s) {
+    const std::string what = "cocod: prepare(): exchange '" + s.name + "': ";
+    if (s.name.empty()) throw std::logic_error("cocod: prepare(): an exchange needs a name (ExchangeSpec::name)");
     for (const Exchange* other : exchanges_)
-      if (std::string(other->name_) == name)
-        throw std::logic_error(std::string("cocod: two exchanges are prepared as '") + name + "': give each its own name");
-    e.resize(name, n, control_.size(), pieces > 1, may_fly, scratch);
-    if (c.active()) e.codec_.configure(c, static_cast<std::size_t>(comm_.size()), control_.size(), n, total, pieces);
+      if (other->name_ == s.name) throw std::logic_error(what + "two exchanges have this name: give each its own");
+    const std::size_t total = s.model ? s.model : s.size;
+    if (s.pieces == 0) throw std::logic_error(what + "ExchangeSpec::pieces must be at least 1");
+    if (total < s.size)
+      throw std::logic_error(what + "ExchangeSpec::model (" + std::to_string(total) + ") is smaller than its size (" +
+                             std::to_string(s.size) + ")");
+    s.compress.template check_communicator<Comm>();
+    e.resize(s.name, s.size, total, control_.size(), s.pieces, s.in_flight_between_rounds, s.scratch, generation_);
+    if (s.compress.active())
+      e.codec_.configure(s.compress, static_cast<std::size_t>(comm_.size()), control_.size(), s.size, total, s.pieces);
     exchanges_.push_back(&e);
   }
   /// Posts e's non-blocking reduction; a compressed exchange sends its deviation from `reference`.
   template <class Context>
   void post(Exchange& e, Span reference, const Context& where) {
     check_idle(e, "post");
-    const ControlTag tag = write(e, where);
+    if (e.compressed()) e.check_reference(reference);
+    const ControlTag tag = write(e.model(), where, true);
     if (e.compressed())
       e.post_compressed(comm_, tag, control_.staging(), reference, static_cast<T>(where.weight()));
     else
@@ -74,7 +83,8 @@ class Reducer {
   /// Waits for e's reduction and reads its slots.
   template <class Context>
   void wait(Exchange& e, const Context& where) {
-    if (!e.in_flight()) throw std::logic_error("cocod: wait() on an exchange with no collective in flight; post() it first");
+    if (!e.in_flight())
+      throw std::logic_error("cocod: wait() on exchange '" + e.name_ + "', which has no collective in flight; post() it first");
     const auto c = e.wait(control_.staging());
     recorder_.awaited(where.step(), c.posted, c.done, c.t0, c.t1, e.bytes_sent());
     read(c.tag, where);
@@ -84,8 +94,9 @@ class Reducer {
   template <class Context>
   void reduce(Exchange& e, Span reference, bool exact, const Context& where) {
     check_idle(e, "reduce");
-    const ControlTag tag = write(e, where);
     const bool compressed = e.compressed() && !exact;
+    if (compressed) e.check_reference(reference);
+    const ControlTag tag = write(e.model(), where, true);
     const auto t0 = comm::Clock::now();
     if (compressed) {
       e.post_compressed(comm_, tag, control_.staging(), reference, static_cast<T>(where.weight()));
@@ -101,14 +112,38 @@ class Reducer {
     normalize(e, compressed);
   }
   /// The control slots alone, blocking: for a round in which the algorithm reduced nothing, so
-  /// that losses, votes and the step check still reach every worker.
+  /// that losses, votes and the step check still reach every worker. No contribution travels,
+  /// so nothing can be withheld: under NonFinite::raise a worker's finding ends the run here (the
+  /// same NonFiniteError on every worker); under skip it waits for the next reduction of a
+  /// contribution, which withholds it.
   template <class Context>
   void reduce_control(const Context& where) {
-    const ControlTag tag = write(Span{}, where);
+    const ControlTag tag = write(Span{}, where, guard_.raises());
     const auto t0 = comm::Clock::now();
     comm_.all_reduce(control_.staging());
     recorder_.blocking(where.step(), t0, comm::Clock::now(), Exchange::ring_bytes(control_.size(), comm_.size()));
     read(tag, where);
+    if (tag.guarded && guard_.partial())
+      guard_.fail("found by the round's control reduction (" + where.algorithm() +
+                      " reduced no exchange in the round); the models are left as they are",
+                  where.round(), where.step());
+  }
+  /// Throws std::logic_error, naming `what` and the exchange, unless e is prepared for this run
+  /// and has no collective in flight.
+  void check_idle(const Exchange& e, const char* what) const {
+    if (e.generation_ != generation_)
+      throw std::logic_error(std::string("cocod: ") + what + "() on exchange '" + e.name_ + "', which was not prepare()d for this run");
+    if (e.in_flight())
+      throw std::logic_error(std::string("cocod: ") + what + "() on exchange '" + e.name_ +
+                             "', whose collective is in flight; wait() for it first");
+  }
+  /// Throws std::logic_error naming the exchange and the setting if a collective is in flight on
+  /// an exchange that may have none between rounds (at a round's end).
+  void check_round_end() const {
+    for (const Exchange* e : exchanges_)
+      if (e->in_flight() && !e->may_fly_)
+        throw std::logic_error("cocod: exchange '" + e->name_ + "' is in flight at the end of a round: wait() for it in end_round, "
+                               "or prepare it with .in_flight_between_rounds = true");
   }
   /// Collectives posted or reduced since the last call.
   std::size_t take_collectives() noexcept { return std::exchange(collectives_, 0); }
@@ -130,32 +165,27 @@ class Reducer {
   }
 
  private:
-  void check_idle(const Exchange& e, const char* what) const {
-    if (e.in_flight())
-      throw std::logic_error(std::string("cocod: ") + what + "() on an exchange whose collective is in flight; wait() for it first");
-    if (e.control_ != control_.size())
-      throw std::logic_error(std::string("cocod: ") + what + "() on an exchange that was not prepare()d for this run");
-  }
-  // The slots of a reduction of `contribution`, which the guard checks first (a NaN or an
-  // infinity never enters a reduction: it would reach every worker; it is withheld, zeros sent).
+  // The slots of a reduction of `contribution`, which the guard checks first when `guarded` (a
+  // NaN or an infinity never enters a reduction: it would reach every worker; it is withheld,
+  // zeros sent). Unguarded, the guard's slots stay zero and its finding waits.
   template <class Context>
-  ControlTag write(Exchange& e, const Context& where) {
-    return write(e.model(), where);
-  }
-  template <class Context>
-  ControlTag write(Span contribution, const Context& where) {
+  ControlTag write(Span contribution, const Context& where, bool guarded) {
     const bool measured = where.write_window(control_.window_slots());
-    const bool withheld = guard_.template withholds<B>(contribution, where.step());
+    const bool withheld = guarded && guard_.template withholds<B>(contribution, where.step());
     if (withheld && contribution.size() > 0) zero(B{}, contribution);
-    const std::size_t loss_round =
-        votes_.write(control_.vote_slots(), control_.step_slots(), where.weight(), !withheld, where.rank(), where.step());
-    guard_.write(control_.guard_slots(), where.weight(), where.rank());
-    return ControlTag{loss_round, measured, withheld};
+    const std::size_t loss_round = votes_.write(control_.vote_slots(), control_.step_slots(), where.weight(), !withheld,
+                                                guard_.on(), where.rank(), where.step());
+    if (guarded)
+      guard_.write(control_.guard_slots(), where.weight(), where.rank());
+    else
+      std::fill(control_.guard_slots().begin(), control_.guard_slots().end(), T(0));
+    return ControlTag{loss_round, measured, withheld, guarded};
   }
   template <class Context>
   void read(ControlTag tag, const Context& where) {
-    guard_.read(std::span<const T>(control_.guard_slots()), tag.withheld);
-    votes_.read(std::span<const T>(control_.vote_slots()), std::span<const T>(control_.step_slots()), tag.loss_round, guard_.kept_weight());
+    if (tag.guarded) guard_.read(std::span<const T>(control_.guard_slots()), tag.withheld);
+    votes_.read(std::span<const T>(control_.vote_slots()), std::span<const T>(control_.step_slots()), tag.loss_round,
+                tag.guarded ? guard_.kept_weight() : 1.0);
     if (const std::string steps = votes_.out_of_step(); !steps.empty())
       throw DistributedError("cocod: the workers are out of step: one reduction joined " + steps +
                              " (every worker must take the same steps: the same run length, period and stop)");
@@ -178,6 +208,7 @@ class Reducer {
   Votes votes_;
   std::vector<Exchange*> exchanges_;  // the algorithm's, from prepare()
   std::size_t collectives_ = 0;
+  std::size_t generation_ = 0;  // of the run: an exchange prepared for an earlier one is refused
 };
 
 }  // namespace cocod::detail

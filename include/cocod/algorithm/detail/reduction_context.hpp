@@ -3,9 +3,11 @@
 #error "cocod/algorithm/detail/reduction_context.hpp is internal: include <cocod.hpp>"
 #endif
 // What the reducer asks of the run at each reduction: this worker's weight, rank and step for
-// the control slots, and the measurement window whose slots travel with them.
+// the control slots, the measurement window whose slots travel with them, and the algorithm's
+// name and round for its messages.
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "cocod/algorithm/detail/loop.hpp"
 #include "cocod/options.hpp"
@@ -23,6 +25,8 @@ struct ReductionContext {
   [[nodiscard]] double weight() const noexcept { return loop.info().weight; }
   [[nodiscard]] std::size_t rank() const noexcept { return static_cast<std::size_t>(loop.info().rank); }
   [[nodiscard]] std::size_t step() const noexcept { return loop.pos().step; }
+  [[nodiscard]] std::size_t round() const noexcept { return loop.pos().round; }
+  [[nodiscard]] const std::string& algorithm() const noexcept { return loop.info().algorithm; }
   [[nodiscard]] bool write_window(std::span<T> slots) const noexcept { return window.write(slots, loop.info().rank); }
   void read_window(std::span<const T> slots) const {
     const RunInfo& i = loop.info();

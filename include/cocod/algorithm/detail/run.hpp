@@ -81,6 +81,7 @@ class Run {
     running_ = true;
     try {
       begin(x);
+      check_acknowledged();
       if constexpr (BufferedModel<Model>) start_buffers(comm, as_span(model.buffers()), info.rank, info.workers);
     } catch (...) {
       abandon();
@@ -95,9 +96,11 @@ class Run {
   Span parameters(Model& model, const char* who) {
     if (!running_) throw std::logic_error(std::string("cocod: ") + who + "() called before begin()");
     Span x = Calls::parameters(model);
-    if (x.size() != loop_.info().parameters)
+    if (x.size() != loop_.info().parameters) {
+      abandon();  // the run cannot go on
       throw std::logic_error("cocod: the model's parameter count changed during the run (" +
                              std::to_string(loop_.info().parameters) + " -> " + std::to_string(x.size()) + ")");
+    }
     return x;
   }
 
@@ -119,7 +122,7 @@ class Run {
       in_step_ = true;
       step(static_cast<T>(pos.learning_rate));
       in_step_ = false;
-      if (!step_loss_) throw std::logic_error(loop_.info().algorithm + ": its step() must compute the step's gradient (Operations::gradient)");
+      if (!step_loss_) throw std::logic_error("cocod: " + loop_.info().algorithm + ": its step() must compute the step's gradient (Operations::gradient)");
       check_acknowledged();
       if constexpr (requires { reducer_.comm().progress(); }) reducer_.comm().progress();  // communicators without a thread
       reducer_.advance();  // a compressed exchange's second collective
@@ -127,6 +130,7 @@ class Run {
       if (loop_.advance()) {
         end_round();
         check_acknowledged();
+        reducer_.check_round_end();
         average_buffers(model);
         if (reducer_.take_collectives() == 0) reducer_.reduce_control(context());  // losses, votes, the step check
         close_round();
@@ -171,11 +175,12 @@ class Run {
     if (loop_.count(loss)) reducer_.votes().loss_ready(pos.round, pos.loss_sum / static_cast<double>(loop_.plan().period));
   }
   /// A partial result was dealt with (Operations::acknowledge).
-  void acknowledge(bool replaced, const char* left) {
-    if (guard_.held_nan(replaced)) {
+  void acknowledge(std::size_t ticket, bool replaced, bool own, const char* left) {
+    if (!guard_.pending(ticket)) return;  // (acknowledged already)
+    if (guard_.held_nan(replaced, own)) {
       if constexpr (requires { update_state_.reset(); }) update_state_.reset();
     }
-    guard_.acknowledge(replaced, left, loop_.pos().round, loop_.pos().step, [&] { recorder_.skipped(); });
+    guard_.acknowledge(ticket, replaced, left, loop_.pos().round, loop_.pos().step, [&] { recorder_.skipped(); });
   }
 
   /// What the reducer reads of the run at each reduction.
@@ -223,7 +228,7 @@ class Run {
   // A partial result must be acknowledged in the hook that read it, on every worker.
   void check_acknowledged() {
     if (guard_.pending())
-      guard_.fail(" " + loop_.info().algorithm + " did not acknowledge the partial result (Operations::acknowledge), so the run stops",
+      guard_.fail(loop_.info().algorithm + " did not acknowledge the partial result (Operations::acknowledge), so the run stops",
                   loop_.pos().round, loop_.pos().step);
   }
 

@@ -94,7 +94,7 @@ class State {
     section(a, "votes", [&](auto& f) { run_.reducer().votes().serialize(f); });
     section(a, "guard", [&](auto& f) { run_.guard().serialize(f); });
     section(a, "report", [&](auto& f) { run_.recorder().serialize(f); });
-    run_.reducer().each_exchange([&](const char* name, auto serialize) { section(a, std::string("exchange.") + name, serialize); });
+    run_.reducer().each_exchange([&](const std::string& name, auto serialize) { section(a, "exchange." + name, serialize); });
     // After the exchanges: loading, the algorithm checks that what they hold fits it.
     section(a, "algorithm", [&](auto& f) { rule_.serialize(f); });
     section(a, "parameters", [&](auto& f) { f.span("x", x); });
