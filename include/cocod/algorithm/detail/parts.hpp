@@ -12,20 +12,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "cocod/algorithm/detail/rule_checks.hpp"
 #include "cocod/comm/communicator.hpp"
 #include "cocod/errors.hpp"
 #include "cocod/family/compress.hpp"
 
 namespace cocod::detail {
-
-template <class S>
-struct optional_of {
-  using type = void;
-};
-template <class S>
-struct optional_of<std::optional<S>> {
-  using type = S;
-};
 
 /// The index in `Settings` (a std::tuple) of the slot that takes a P (an S or a std::optional<S>
 /// slot), or the tuple's size when none does.
@@ -34,7 +26,7 @@ constexpr std::size_t slot_of() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
     std::size_t slot = sizeof...(I);
     ((slot == sizeof...(I) && (std::is_same_v<P, std::tuple_element_t<I, Settings>> ||
-                               std::is_same_v<P, typename optional_of<std::tuple_element_t<I, Settings>>::type>)
+                               std::is_same_v<P, typename setting_type<std::tuple_element_t<I, Settings>>::type>)
           ? (void)(slot = I)
           : (void)0),
      ...);
