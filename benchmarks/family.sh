@@ -12,7 +12,8 @@
 # the target is estimated from its measured seconds per epoch and the epochs it needed at 1 Gbit/s
 # (marked "est"). benchmarks/family_table.py prints the table, the verdicts and the plot.
 #
-#   benchmarks/family.sh [threads|mpi|period|all|smoke] [OUT_DIR]   (TARGET=0.88, EPOCHS=12, BUILD=build/bench)
+#   benchmarks/family.sh [threads|mpi|period|all|smoke] [OUT_DIR]   (TARGET=0.88, EPOCHS=12, BUILD=build/bench,
+#                                                                    CURVE_OF=consensus|rank0)
 #   smoke: one short run of every row at 10 Mbit/s (the test suite's)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -24,7 +25,8 @@ exe="$BENCH_BUILD/examples/fashion_mnist/fashion_mnist"
 bench_require family.sh "$exe"
 mkdir -p "$out"
 rows="local,local+outer,cocod,overlap-local,cocod+outer,cocod+bf16,cocod+int8,cocod+f4,cocod+int8+f4,cocod+outer+int8+f4"
-base=(--no-progress --batch 64 --lr 0.02 --lr-schedule cosine --momentum 0.9 --period auto --max-period 32 --curve-every 0.5)
+base=(--no-progress --batch 64 --lr 0.02 --lr-schedule cosine --momentum 0.9 --period auto --max-period 32 --curve-every 0.5
+      --curve-of "${CURVE_OF:-consensus}")
 common=(--workers 4 "${base[@]}")
 
 # link NAME GBIT ALGOS EPOCHS: one run of ALGOS on the throttled link.

@@ -3,8 +3,8 @@
 
   benchmarks/family_table.py RESULTS_DIR [--smoke]
 
-Per link (family_<link>.txt: the example's full table; family_curve_<link>.csv: rank 0's test
-accuracy against wall time, every half epoch, the last point the final consensus): each row's
+Per link (family_<link>.txt: the example's full table; family_curve_<link>.csv: the test
+accuracy of the workers' weighted average model (rank 0's with CURVE_OF=rank0) against wall time, every half epoch, the last point the final consensus): each row's
 period k, final accuracy, time to TARGET (the first curve point at or above it), megabytes sent
 per worker per epoch, round time against the round-time model, and its speedup to the target
 over S-SGD, Local-SGD and plain CoCoD-SGD. S-SGD at a slow link ran a short budget

@@ -3,10 +3,12 @@
 # per worker, lr 0.02 cosine, momentum 0.9, period auto) with every algorithm, on
 #   threads  2 and 4 in-process workers over comm::Throttled at 1 Gbit/s, 50 us
 #   mpi      2 and 4 MPI ranks over a tbf-shaped TCP loopback at 1 Gbit/s (needs root)
-# Each run writes its accuracy-against-wall-time curve (rank 0's model every half epoch,
-# evaluated off the clock); the time to target is the first point at or above it.
+# Each run writes its accuracy-against-wall-time curve (every half epoch the workers' weighted
+# average, or rank 0's model with CURVE_OF=rank0, evaluated off the clock); the time to target
+# is the first point at or above it.
 #
-#   benchmarks/time_to_accuracy.sh [threads|mpi|all] [OUT_DIR]   (TARGET=0.88, BUILD=build/bench)
+#   benchmarks/time_to_accuracy.sh [threads|mpi|all] [OUT_DIR]   (TARGET=0.88, BUILD=build/bench,
+#                                                                   CURVE_OF=consensus|rank0)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_help "$0" "${1:-}"
@@ -41,7 +43,7 @@ report() {
 echo "# time to ${target} test accuracy, Fashion-MNIST MLP, demo settings; $(date -u +%Y-%m-%d), $(nproc) cores"
 printf "# %-8s %7s %-10s %10s %9s %8s %8s\n" link workers algorithm to_target final wall speedup
 printf "# %-8s %7s %-10s %10s %9s %8s %8s\n" "" "" "" s "" s "vs S-SGD"
-common=(--no-progress --period auto --curve-every 0.5)
+common=(--no-progress --period auto --curve-every 0.5 --curve-of "${CURVE_OF:-consensus}")
 if [ "$which" = threads ] || [ "$which" = all ]; then
   for w in 2 4; do
     "$exe" --workers "$w" --bandwidth 1 --latency 50 --curve "$out/curve_threads_$w.csv" "${common[@]}" >"$out/tta_threads_$w.txt"

@@ -13,7 +13,8 @@
 # PostLocalSGD at its best period.
 #
 #   benchmarks/peers/race.sh [OUT_DIR]     (root; BUILD=build/bench, MODEL=mlp|cnn, WORKERS=4,
-#                                           EPOCHS=5, TARGET=0.86, RATES="1gbit:2,4,8,16 100mbit:8,16,32")
+#                                           EPOCHS=5, TARGET=0.86, RATES="1gbit:2,4,8,16 100mbit:8,16,32",
+#                                           CURVE_OF=consensus|rank0: whose model cocod's curves measure)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 bench_help "$0" "${1:-}"
@@ -60,7 +61,7 @@ cocod() {  # RATE ALGOS K
   local log="$out/${tag}_$1_${2//,/+}_k$3.log" tmp="$out/${tag}_tmp.csv"
   rm -f "$tmp"
   RATE="$1" shaped_mpiexec 3600 "$workers" "$exe" --model "$model" --comm mpi --algo "$2" --period "$3" \
-    "${common[@]}" --no-progress --curve "$tmp" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+    "${common[@]}" --curve-of "${CURVE_OF:-consensus}" --no-progress --curve "$tmp" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
   grep -E "one local step|^  " "$log" || true
   awk -F, -v rate="$1" -v k="$3" 'NR > 1 { printf "cocod %s k=%s,%s,%s,%s,%s\n", $1, k, rate, $3, $4, $5 }' "$tmp" >>"$curves"
   awk -v rate="$1" -v k="$3" '

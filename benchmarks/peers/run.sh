@@ -8,7 +8,7 @@
 # Time per epoch and time to TARGET accuracy.
 #
 #   benchmarks/peers/run.sh [OUT_DIR]      (root; BUILD=build/bench, WORKERS=4, TARGET=0.88 for
-#                                           part 2; PARTS="race eigen")
+#                                           part 2; PARTS="race eigen", CURVE_OF=consensus|rank0)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 bench_help "$0" "${1:-}"
@@ -34,7 +34,7 @@ rm -f "$curve"
 
 echo "# cocod vs PyTorch: $workers workers, Fashion-MNIST MLP, tbf 1 Gbit/s loopback; $(date -u +%Y-%m-%d), $(nproc) cores"
 shaped_mpiexec 1800 "$workers" "$exe" --comm mpi --algo cocod,local,ssgd --period auto --no-progress --curve "$curve" \
-  --curve-every 0.5 >"$out/peers_cocod.txt" 2>/dev/null
+  --curve-every 0.5 --curve-of "${CURVE_OF:-consensus}" >"$out/peers_cocod.txt" 2>/dev/null
 k=$(awk '$1 == "Local-SGD" { print $4 }' "$out/peers_cocod.txt")
 echo "# cocod's Local-SGD chose k = $k; PyTorch's PostLocalSGD uses the same period"
 for algo in ddp postlocal; do

@@ -1,6 +1,6 @@
 #pragma once
 // What the examples wrap around a model and a run: a slowed worker, and the callback that draws
-// the progress bar, writes the per-round CSV and keeps snapshots of rank 0's model for the curve.
+// the progress bar, writes the per-round CSV and keeps snapshots of the model for the curve.
 // Example code, not part of the library.
 #include <cocod.hpp>
 #include <cocod/callbacks/progress_bar.hpp>
@@ -28,10 +28,11 @@ struct Slowed {
   }
 };
 
-/// rank 0's parameters at one moment of a run, for the curve of metrics against wall time.
+/// A worker's parameters at one moment of a run and its batch size then (its weight in the
+/// consensus), for the curve of metrics against wall time.
 template <class M>
 struct Snapshot {
-  double wall_s = 0, epoch = 0;
+  double wall_s = 0, epoch = 0, batch = 0;
   cocod::backend::buffer<cocod::backend_of_model_t<M>, cocod::scalar_of_t<M>> x;
 };
 
@@ -40,7 +41,8 @@ template <class M>
 struct Observer {
   std::optional<cocod::callbacks::ProgressBar> bar;
   std::optional<cocod::callbacks::CsvLogger> csv;
-  M* model = nullptr;  // snapshots of it every `every` epochs (rank 0), when set
+  M* model = nullptr;  // snapshots of it every `every` epochs, when set
+  bool every_rank = true;  // on every worker (for the consensus curve), else on rank 0 only
   double every = 0.5;
   std::vector<Snapshot<M>> snapshots;
   std::chrono::steady_clock::time_point start{};
@@ -53,7 +55,7 @@ struct Observer {
     start = std::chrono::steady_clock::now();
     next = every;
     total_steps = info.total_steps;
-    if (info.rank != 0) model = nullptr;
+    if (info.rank != 0 && !every_rank) model = nullptr;
   }
   void on_round(const cocod::RoundStats& r) {
     if (bar) bar->on_round(r);
@@ -65,6 +67,7 @@ struct Observer {
     Snapshot<M>& s = snapshots.emplace_back();
     s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     s.epoch = r.epoch;
+    s.batch = static_cast<double>(r.batch_size);
     s.x.resize(x.size());
     cocod::backend::copy(cocod::backend_of_model_t<M>{}, s.x.span(), x);
   }

@@ -39,6 +39,7 @@ struct Args {
   std::string trace;             // Chrome trace file
   std::string curve;             // CSV of the metrics against wall time
   double curve_every = 0.5;      // epochs between two points of the curve
+  std::string curve_of = "consensus";  // whose model a point measures: consensus or rank0
   bool brief = false;            // the short table (the demo's)
   double comm_ratio = 1.0;       // --compute-ratio: with --latency auto, m = k*c / comm_ratio
   std::string checkpoint;        // directory of checkpoints, one folder per algorithm (and sampling)
@@ -295,10 +296,17 @@ inline void Cli::add_output() {
                   "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every run's\n"
                   "steps, waits and all-reduces per worker to FILE")
       ->type_name("FILE")->check(cli::writable_file())->group(g);
-  app_.add_option("--curve", a_.curve, "write the metrics of rank 0's model against wall time to FILE (CSV)")
+  app_.add_option("--curve", a_.curve,
+                  "write the metrics of the model against wall time to FILE (CSV): each\n"
+                  "point the weighted average of every worker's model then (taken off the\n"
+                  "clock, evaluated after the run), the last the run's consensus")
       ->type_name("FILE")->check(cli::writable_file())->group(g);
   app_.add_option("--curve-every", a_.curve_every, "epochs between two points of the curve")
       ->type_name("E")->capture_default_str()->check(cli::positive(1e6))->group(g);
+  app_.add_option("--curve-of", a_.curve_of,
+                  "whose model a point of the curve measures: consensus (the weighted\n"
+                  "average of the workers'), or rank0 (rank 0's own, for comparison)")
+      ->type_name("WHOSE")->capture_default_str()->check(cli::one_of({"consensus", "rank0"}))->group(g);
   auto* checkpoint = app_.add_option("--checkpoint", a_.checkpoint,
                                      "save each algorithm's run into DIR/<algorithm>, every\n"
                                      "--checkpoint-every rounds (the newest 2 are kept)")

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -45,7 +46,8 @@ inline bool per_step(const std::string& key) {
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
-/// One point of the curve: metrics of rank 0's model after `wall_s` seconds of training.
+/// One point of the curve: metrics of the model (the workers' weighted average, or rank 0's with
+/// --curve-of rank0) after `wall_s` seconds of training.
 struct Point {
   double wall_s, epoch;
   Metrics metrics;
@@ -117,11 +119,34 @@ Observer<Model> observer_for(const std::string& key, const std::string& sampling
   if (!args.curve.empty()) {
     observer.model = &model;
     observer.every = args.curve_every;
+    observer.every_rank = args.curve_of == "consensus";
   }
   return observer;
 }
 
-/// The curve: each snapshot evaluated after the run (not on the clock), then the consensus.
+/// Replaces every worker's snapshots by their weighted average (each worker weighed by its batch
+/// size at that round, as the algorithms weigh it): the model a user would get by stopping
+/// there. Collectives over `comm` on every worker, after the run, so off its clock; every worker
+/// took its snapshots at the same rounds (the epochs are global).
+template <class Model, class Comm>
+void average_snapshots(Observer<Model>& observer, Comm comm) {
+  using B = cocod::backend_of_model_t<Model>;
+  using T = cocod::scalar_of_t<Model>;
+  cocod::backend::buffer<B, T> batches;
+  batches.resize(1);
+  for (auto& s : observer.snapshots) {
+    const T own[1] = {static_cast<T>(s.batch)};
+    T sum[1] = {};
+    cocod::backend::store(B{}, batches.span(), 0, std::span<const T>(own));
+    comm.all_reduce(batches.span());
+    cocod::backend::load(B{}, batches.span(), 0, std::span<T>(sum));
+    scale(B{}, s.x.span(), s.x.span(), own[0] / sum[0]);
+    comm.all_reduce(s.x.span());
+  }
+}
+
+/// The curve: each snapshot (rank 0's, or the average) evaluated after the run (not on the
+/// clock), then the run's consensus.
 template <class Model, class Evaluate>
 void record_curve(Result& result, Model& model, Observer<Model>& observer, Evaluate& evaluate) {
   using Backend = cocod::backend_of_model_t<Model>;
@@ -161,7 +186,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
   if (!args.trace.empty())
     result.timeline = std::make_shared<cocod::trace::Timeline>(
         display_name(key) + (args.samplings.size() > 1 ? " (" + sampling + ")" : ""), runner.size());
-  auto train = [&](auto comm, int rank) {
+  auto train = [&](auto comm, auto unthrottled, int rank) {
     const auto r = static_cast<std::size_t>(rank);
     Model model{make(rank, comm.size()), r < args.slowdown.size() ? args.slowdown[r] : 1.0};
     Observer<Model> observer = observer_for(key, sampling, args, model);
@@ -181,6 +206,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
         report = opt.optimize(model, cocod::Epochs{args.epochs}, observer, save);
       }
       if (!report.rounds.empty()) result.last_batch[r] = report.rounds.back().batch_size;  // own entry
+      if (observer.every_rank && observer.model) average_snapshots(observer, unthrottled);
       if (rank != 0) return;
       result.digest = cocod::model_digest(model);
       result.report = std::move(report);
@@ -191,9 +217,9 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
   runner.each([&](auto base) {
     const int rank = base.rank();
     if (throttle)
-      train(cocod::comm::Throttled<decltype(base)>{base, link}, rank);
+      train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank);
     else
-      train(base, rank);
+      train(base, base, rank);
   });
   return result;
 }
