@@ -1,6 +1,6 @@
 #pragma once
 // Checkpoints, opt-in: the store (a directory of checkpoints, written atomically with POSIX
-// calls), the session that saves and resumes a run (Trainer::save, Trainer::resume,
+// calls), the checkpoint session that saves and resumes a run (Trainer::save, Trainer::resume,
 // Trainer::resume_from), and callbacks::Checkpoint. <cocod.hpp> pulls in none of it.
 #include "cocod.hpp"
 
