@@ -126,6 +126,9 @@ class CoCoDSGD {
   void serialize(Archive& a) {
     a("anchor", anchor_);
     a("needs_post", needs_post_);
+    if constexpr (!Archive::saving)
+      if (!needs_post_)  // the round's end waits for the snapshot that the next round's start posts
+        a.fail("needs_post", "is 0, but a round boundary always posts the next snapshot (corrupt)");
     if (!family_) return;
     outer_.serialize(a);
     rotation_.serialize(a);
