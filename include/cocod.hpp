@@ -26,6 +26,7 @@
 #include "cocod/family/outer.hpp"
 #include "cocod/family/compress.hpp"
 #include "cocod/family/fragments.hpp"
+#include "cocod/family/overlap_depth.hpp"
 #include "cocod/family/pull_back.hpp"
 #include "cocod/family/merge.hpp"
 

@@ -29,6 +29,7 @@ struct Setup {
   cocod::Compress compress{};
   cocod::Fragments fragments{};
   cocod::PullBack pull{};
+  cocod::OverlapDepth depth{};
 };
 
 template <class S, class Tuple>
@@ -44,7 +45,7 @@ auto family_of(const Setup& s) {
     if constexpr (takes<decltype(v), S>::value) return std::tuple<decltype(v)>(v);
     else return std::tuple<>();
   };
-  return std::tuple_cat(one(s.outer), one(s.compress), one(s.fragments), one(s.pull));
+  return std::tuple_cat(one(s.outer), one(s.compress), one(s.fragments), one(s.pull), one(s.depth));
 }
 
 /// Algorithm A on `comm` with the settings of `s` it takes (its Update: s.sgd when it is

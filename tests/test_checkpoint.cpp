@@ -203,6 +203,19 @@ TEST_CASE("the family's state resumes bit for bit: outer momentum, residuals, fr
   check_bitwise_resume<cocod::OverlapLocalSGD>("overlap-plain");
 }
 
+TEST_CASE("CoCoD-SGD with an overlap depth resumes bit for bit: its snapshot is retaken after step k - tau") {
+  auto o = options;
+  o.depth.steps = 1;
+  check_bitwise_resume<cocod::Optimizer>("cocod-depth1", o);
+  o.depth.steps = 0;
+  check_bitwise_resume<cocod::Optimizer>("cocod-depth0", o);
+  o.depth.steps = 2;
+  o.outer = cocod::Outer::diloco();
+  o.compress = {cocod::Compression::int8, 4};
+  o.fragments.count = 3;
+  check_bitwise_resume<cocod::Optimizer>("cocod-depth2-family", o);
+}
+
 TEST_CASE("a checkpoint of other settings is refused, naming the field; a setting the algorithm does not take may change") {
   const cocod::Checkpoints store(scratch("family-mismatch"));
   interrupted_run<cocod::Optimizer>(store, 2);
@@ -225,6 +238,9 @@ TEST_CASE("a checkpoint of other settings is refused, naming the field; a settin
   o = options;
   o.fragments.count = 2;
   expect(o, "Fragments::count differs (checkpoint: 1, this run: 2)");
+  o = options;
+  o.depth.steps = 2;
+  expect(o, "OverlapDepth::steps differs (checkpoint: 18446744073709551615, this run: 2)");
   o = options;
   o.options.seed = 12;
   expect(o, "Options::seed differs (checkpoint: 11, this run: 12)");

@@ -1,5 +1,5 @@
 // The family's rules (the outer optimizer, Overlap-Local-SGD, compressed exchange with error
-// feedback, streamed fragments), each recomputed here element by element in plain loops: the
+// feedback, streamed fragments, overlap depth), each recomputed here element by element in plain loops: the
 // library's workers must match to the bit. The identities: outer lr 1 with no momentum is the
 // plain algorithm to rounding; with one worker the serial equivalents.
 #include <doctest/doctest.h>
@@ -139,20 +139,31 @@ struct Simulation {
     bool posted = false;  // Overlap-Local-SGD: an anchor in flight
     std::vector<Models> history;
     Vec g(d);
+    // CoCoD-SGD with an overlap depth tau < k: the snapshot after step k - tau, merged at the
+    // same round's end; otherwise the snapshot taken at the last round's end, posted at the start.
+    const std::size_t k = o.options.period;
+    const bool deferred = algo == Algo::cocod && !o.depth.whole(k);
+    const std::size_t posted_at = deferred ? k - o.depth.at(k) : 0;
     for (std::size_t round = 0; round < rounds; ++round) {
       Vec abar;
-      if (algo == Algo::cocod || (algo == Algo::overlap && posted)) {
+      auto post = [&] {
         Vec zpiece(z.begin() + static_cast<std::ptrdiff_t>(fbegin(f)), z.begin() + static_cast<std::ptrdiff_t>(fbegin(f) + fsize(f)));
         if (algo == Algo::overlap) zpiece = z;
-        abar = exchange(send, zpiece, fbegin(f), f);  // posted at the round's start
-      }
-      for (std::size_t step = 0; step < o.options.period; ++step)
+        abar = exchange(send, zpiece, fbegin(f), f);
+      };
+      for (std::size_t step = 0; step <= k; ++step) {
+        if (step == posted_at && (algo == Algo::cocod || (algo == Algo::overlap && posted))) {
+          if (deferred) snapshot(f);
+          post();
+        }
+        if (step == k) break;
         for (std::size_t i = 0; i < N; ++i) {
           std::vector<std::size_t> batch(M[i]);
           samplers[i].next(batch);
           models[i].loss_and_gradient(batch, g);
           sgd[i].apply(models[i].x, g, static_cast<T>(o.options.learning_rate));
         }
+      }
       if (algo == Algo::local) {
         for (std::size_t i = 0; i < N; ++i) {
           send[i].resize(d);
@@ -183,7 +194,10 @@ struct Simulation {
             else
               x = x + (z[j] - anchors[i][j]);
           }
-        snapshot((f + 1) % F);
+        if (deferred)
+          f = (f + 1) % F;  // its snapshot after step k - tau of the next round
+        else
+          snapshot((f + 1) % F);
       } else {  // Overlap-Local-SGD
         if (posted) z = abar;
         const T alpha = static_cast<T>(o.pull.alpha), mu = static_cast<T>(o.pull.anchor_momentum);
@@ -342,6 +356,49 @@ TEST_CASE("An outer optimizer of lr 1 and no momentum is the plain algorithm, to
     const auto cocod_outer = run_library<cocod::Optimizer>(n, o, 6);
     CHECK(max_relative(plain_local, local) < 1e-12);
     CHECK(max_relative(plain_cocod, cocod_outer) < 1e-12);
+  }
+}
+
+TEST_CASE("Overlap depth: every tau matches a plain recomputation, with outer, compression and fragments") {
+  auto o = base(4, {1.0, 2.0, 1.5});
+  SUBCASE("plain") {}
+  SUBCASE("DiLoCo's outer step") { o.outer = cocod::Outer::diloco(); }
+  SUBCASE("int8, block 4") {
+    o.compress.format = cocod::Compression::int8;
+    o.compress.block = 4;
+  }
+  SUBCASE("two fragments, lerp") {
+    o.fragments.count = 2;
+    o.fragments.merge = cocod::FragmentMerge::lerp;
+  }
+  SUBCASE("SlowMo's outer step, int8 and three fragments") {
+    o.outer = cocod::Outer::slowmo();
+    o.compress.format = cocod::Compression::int8;
+    o.compress.block = 4;
+    o.fragments.count = 3;
+  }
+  for (const std::size_t tau : {0, 1, 3, 4, 9}) {
+    CAPTURE(tau);
+    o.depth.steps = tau;
+    compare(simulate(Algo::cocod, 3, o, 6), run_library<cocod::Optimizer>(3, o, 6));
+  }
+}
+
+TEST_CASE("Overlap depth k is CoCoD-SGD bit for bit; depth 0 is Local-SGD (and SlowMo) to rounding") {
+  for (const bool outer : {false, true}) {
+    CAPTURE(outer);
+    auto o = base(4, {1.0, 1.0, 2.0});
+    if (outer) o.outer = cocod::Outer::slowmo();
+    const auto whole = run_library<cocod::Optimizer>(3, o, 6);
+    o.depth.steps = 4;
+    compare(whole, run_library<cocod::Optimizer>(3, o, 6));
+    o.depth.steps = 0;
+    const auto depth0 = run_library<cocod::Optimizer>(3, o, 6);
+    const auto local = run_library<cocod::LocalSGD>(3, o, 6);
+    const double d = max_relative(local, depth0);
+    MESSAGE("depth 0 against Local-SGD" << std::string(outer ? " with SlowMo" : "") << ": max relative difference " << d);
+    CHECK(d < 1e-12);
+    CHECK(max_relative(whole, depth0) > 1e-6);  // a whole round's overlap is another algorithm
   }
 }
 

@@ -1,4 +1,4 @@
-// The family's rules over comm::Mpi, run by ctest under mpiexec (np 2, 3 and 4): each equals the
+// The family's rules over comm::Mpi (overlap depth included), run by ctest under mpiexec (np 2, 3 and 4): each equals the
 // same run over comm::Threads bit for bit, in every progress design (the compressed exchange's
 // all-to-all and all-gather included), and the bytes sent per round are what the exchange says.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -92,6 +92,20 @@ TEST_CASE("streamed fragments over MPI equal comm::Threads bit for bit") {
   check<cocod::Optimizer>("add-back", o);
   o.fragments.merge = cocod::FragmentMerge::lerp;
   check<cocod::Optimizer>("lerp", o);
+}
+
+TEST_CASE("CoCoD-SGD's overlap depth over MPI equals comm::Threads bit for bit (the run ends inside a round)") {
+  auto o = base();
+  for (const std::size_t tau : {0, 1, 2}) {
+    CAPTURE(tau);
+    o.depth.steps = tau;
+    check<cocod::Optimizer>("cocod, depth tau", o);
+  }
+  o.outer = cocod::Outer::diloco();
+  o.compress.format = cocod::Compression::int8;
+  o.fragments.count = 3;
+  o.depth.steps = 2;
+  check<cocod::Optimizer>("cocod + outer + int8 + 3 fragments, depth 2", o);
 }
 
 int main(int argc, char** argv) {

@@ -125,6 +125,18 @@ void check(const char* name, const cocod_test::Setup& base = ::base) {
 }  // namespace
 
 TEST_CASE("non-finite values: CoCoD-SGD") { check<cocod::Optimizer>("cocod"); }
+TEST_CASE("non-finite values: CoCoD-SGD with an overlap depth") {
+  auto o = ::base;
+  o.depth.steps = 1;
+  check<cocod::Optimizer>("cocod, depth 1", o);
+  o.depth.steps = 0;
+  check<cocod::Optimizer>("cocod, depth 0", o);
+  o.depth.steps = 2;
+  o.outer = cocod::Outer::diloco();
+  o.compress.format = cocod::Compression::int8;
+  o.fragments.count = 2;
+  check<cocod::Optimizer>("cocod + outer + int8 + 2 fragments, depth 2", o);
+}
 TEST_CASE("non-finite values: S-SGD") { check<cocod::SyncSGD>("ssgd"); }
 TEST_CASE("non-finite values: Local-SGD") { check<cocod::LocalSGD>("local"); }
 TEST_CASE("non-finite values: Pipe-SGD") { check<cocod::PipeSGD>("pipe"); }

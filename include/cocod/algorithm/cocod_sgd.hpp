@@ -11,6 +11,7 @@
 #include "cocod/family/fragments.hpp"
 #include "cocod/family/merge.hpp"
 #include "cocod/family/outer.hpp"
+#include "cocod/family/overlap_depth.hpp"
 
 namespace cocod {
 namespace backend {
@@ -68,8 +69,10 @@ namespace rules {
 /// Its settings change the round end, each with its own rule (docs/algorithm.md): an Outer
 /// optimizer moves an outer model z with the one-round-stale average, x_i += z' - a_i; Compress
 /// sends deviations from z with error feedback; Fragments exchange one of F slices per round,
-/// merged by add-back or lerp. Memory beyond the model: the anchor, the send buffer (of a
-/// fragment), the gradient (which holds the final consensus), momentum if used; z with the family.
+/// merged by add-back or lerp; an OverlapDepth tau < k takes the snapshot after step k - tau of
+/// the round and merges it at the same round's end, so the exchange overlaps tau steps. Memory
+/// beyond the model: the anchor, the send buffer (of a fragment), the gradient (which holds the
+/// final consensus), momentum if used; z with the family.
 template <class Ops>
 class CoCoDSGD {
   using T = typename Ops::scalar_type;
@@ -79,8 +82,9 @@ class CoCoDSGD {
 
  public:
   static constexpr const char* name = "CoCoD-SGD";
-  using settings = std::tuple<std::optional<Outer>, Compress, Fragments>;
-  explicit CoCoDSGD(const settings& s) : outer_rule_(std::get<0>(s)), compress_(std::get<1>(s)), fragments_(std::get<2>(s)) {}
+  using settings = std::tuple<std::optional<Outer>, Compress, Fragments, OverlapDepth>;
+  explicit CoCoDSGD(const settings& s)
+      : outer_rule_(std::get<0>(s)), compress_(std::get<1>(s)), fragments_(std::get<2>(s)), depth_(std::get<3>(s)) {}
 
   void begin(Ops& ops, Span x) {
     const std::size_t n = x.size(), F = fragments_.count;
@@ -92,20 +96,27 @@ class CoCoDSGD {
     family_ = outer_rule_ || compress_.active() || F > 1;
     copy(B{}, anchor_.span(), x);
     needs_post_ = true;
+    snapshot_due_ = false;
     if (!family_) return scale(B{}, send_.model(), x, ops.weight());
     outer_.allocate(n, outer_rule_, F);
     outer_.start(x);
     snapshot_fragment(ops, x, 0);
   }
   void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
-    if (needs_post_) {  // at the start of a round, after the callbacks voted
-      ops.post(send_, family_ ? outer_.z(rotation_.current()) : Span{});
+    const std::size_t k = ops.info().period;
+    const bool whole = depth_.whole(k);
+    if (needs_post_ && (whole || ops.step_in_round() == k - depth_.at(k))) {
+      // at the start of a round, after the callbacks voted; with a depth tau < k, after step k - tau
+      if (!whole || snapshot_due_) snapshot_fragment(ops, x, rotation_.current().index);
+      ops.post(send_, reference());
       needs_post_ = false;
     }
     ops.gradient(batch, gradient_.model());
     ops.update(x, gradient_.model(), lr);
   }
   void end_round(Ops& ops, Span x) {
+    snapshot_due_ = !depth_.whole(ops.info().period);
+    if (snapshot_due_) return end_deferred_round(ops, x);
     const Reduced r = ops.wait(send_);
     needs_post_ = true;
     if (family_) return merge(ops, r, x);
@@ -126,6 +137,7 @@ class CoCoDSGD {
   void serialize(Archive& a) {
     a("anchor", anchor_);
     a("needs_post", needs_post_);
+    a("snapshot_due", snapshot_due_);
     if constexpr (!Archive::saving)
       if (!needs_post_)  // the round's end waits for the snapshot that the next round's start posts
         a.fail("needs_post", "is 0, but a round boundary always posts the next snapshot (corrupt)");
@@ -140,6 +152,19 @@ class CoCoDSGD {
   }
 
  private:
+  // The round end with a depth tau < k: the snapshot taken after step k - tau lands (with tau = 0
+  // it is taken now and reduced at once) and merges by add-back; the next round's snapshot
+  // waits for its step.
+  void end_deferred_round(Ops& ops, Span x) {
+    if (needs_post_) snapshot_fragment(ops, x, rotation_.current().index);  // tau = 0
+    const Reduced r = needs_post_ ? ops.reduce(send_, reference()) : ops.wait(send_);
+    needs_post_ = true;
+    if (family_) return merge(ops, r, x);
+    if (r.partial()) return restart(ops, r, x);
+    add_back(B{}, x, anchor_.span(), send_.model());
+  }
+  // The piece of z a compressed exchange sends its deviation from (none without the family).
+  Span reference() { return family_ ? outer_.z(rotation_.current()) : Span{}; }
   // A worker withheld its anchor from the average that landed: every worker restarts from the
   // consensus of the finite anchors (x = a = xbar, s = w x).
   void restart(Ops& ops, const Reduced& r, Span x) {
@@ -170,7 +195,10 @@ class CoCoDSGD {
       outer_.step(p, send_.model());
       detail::merge(B{}, fragments_, xs, as, outer_.z(p));
     }
-    snapshot_fragment(ops, x, rotation_.next());
+    if (snapshot_due_)
+      rotation_.turn_to(rotation_.next());  // its snapshot is taken in the next round, after step k - tau
+    else
+      snapshot_fragment(ops, x, rotation_.next());
   }
   // Fragment f's snapshot, posted at the next round's start: a^f = x^f, s = w x^f.
   void snapshot_fragment(Ops& ops, Span x, std::size_t f) {
@@ -183,6 +211,7 @@ class CoCoDSGD {
   std::optional<Outer> outer_rule_;
   Compress compress_;
   Fragments fragments_;
+  OverlapDepth depth_;
   backend::buffer<B, T> anchor_;
   typename Ops::exchange_type send_;      // s_i (of the fragment posted next)
   typename Ops::exchange_type gradient_;  // the step's gradient, and the final consensus
@@ -190,6 +219,7 @@ class CoCoDSGD {
   detail::Rotation rotation_{};
   bool family_ = false;
   bool needs_post_ = false;
+  bool snapshot_due_ = false;  // the next post takes its snapshot first (the latest round had a depth tau < k)
 };
 
 }  // namespace rules

@@ -49,6 +49,8 @@ class Operations {
   [[nodiscard]] scalar_type weight() const noexcept { return static_cast<scalar_type>(run_.weight()); }
   /// Facts about the run (rank, workers, period, ...).
   [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
+  /// The steps taken in the current round before this one (0 in a round's first step).
+  [[nodiscard]] std::size_t step_in_round() const noexcept { return run_.loop().pos().step_in_round; }
 
   /// Sizes exchange e for this run (in begin(), for every exchange the algorithm uses).
   void prepare(exchange_type& e, const ExchangeSpec& s) { run_.reducer().prepare(e, s); }

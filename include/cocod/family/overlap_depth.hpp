@@ -1,0 +1,41 @@
+#pragma once
+// CoCoD-SGD's overlap depth: how many of a round's k local steps its exchange overlaps, and so
+// how stale the progress it merges is.
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+namespace cocod {
+
+/// CoCoD-SGD's overlap depth tau: the snapshot is taken after step k - tau of each round and its
+/// exchange overlaps the round's last tau steps; the round's end merges it by add-back, so the
+/// progress merged is tau steps stale, not k. Round time k c + max(0, m - tau c) for a step's
+/// compute c and an exchange's time m.
+///
+/// | field | meaning                                                                 | default     |
+/// |-------|-------------------------------------------------------------------------|-------------|
+/// | steps | tau; at least the period (whole_round): CoCoD-SGD's whole-round overlap | whole_round |
+///
+/// tau >= k is CoCoD-SGD bit for bit (with Outer, Compress and Fragments alike); tau = 0 waits
+/// for the exchange at the round's end, which is Local-SGD (with Outer: SlowMo, DiLoCo) up to
+/// rounding.
+struct OverlapDepth {
+  static constexpr std::size_t whole_round = std::numeric_limits<std::size_t>::max();
+  std::size_t steps = whole_round;
+
+  /// The name in messages and checkpoints.
+  static constexpr const char* name = "OverlapDepth";
+  /// Every value is valid (steps beyond the period overlap the whole round).
+  void validate() const noexcept {}
+  /// tau for a round of k steps: min(steps, k).
+  [[nodiscard]] std::size_t at(std::size_t k) const noexcept { return std::min(steps, k); }
+  /// True when the exchange overlaps a whole round of k steps (CoCoD-SGD's own rule).
+  [[nodiscard]] bool whole(std::size_t k) const noexcept { return steps >= k; }
+  /// The fields a resumed run must share with the saved one.
+  template <class Archive>
+  void serialize(Archive& a) {
+    a("steps", steps);
+  }
+};
+
+}  // namespace cocod
