@@ -52,6 +52,7 @@ struct Args {
   std::string compress = "none";     // what cocod, local and overlap-local send: none, bf16, fp16, int8
   std::size_t compress_block = 256;
   std::size_t fragments = 1;         // cocod: one of F fragments exchanged per round
+  std::size_t overlap_depth = cocod::OverlapDepth::whole_round;  // cocod: the steps its exchange overlaps
   std::string fragment_merge = "add-back";
   double fragment_alpha = 0.5;
   double pull_alpha = 0.2;           // overlap-local's pull towards the anchor
@@ -113,6 +114,17 @@ inline CLI::Validator whole_or_auto(unsigned long long max) {
       "");
 }
 
+/// A whole number from 0 to max, or "k" (the whole round).
+inline CLI::Validator whole_or_k(unsigned long long max) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        unsigned long long v = 0;
+        if (text == "k" || cli::parse_whole(text, 0, max, v)) return std::string();
+        return "needs a whole number from 0 to " + std::to_string(max) + " or 'k'" + cli::got(text);
+      },
+      "");
+}
+
 /// A number >= 0 or "auto".
 inline CLI::Validator real_or_auto(double max) {
   return CLI::Validator(
@@ -168,7 +180,7 @@ class Cli {
   Args a_;
   CLI::App app_;
   struct {
-    std::string algo, period, sampling, latency, lr_schedule;
+    std::string algo, period, sampling, latency, lr_schedule, overlap_depth = "k";
     std::vector<std::string> slowdown;  // one entry per --slowdown
   } text_;  // options read as text, turned into a_'s fields by settings()
   bool no_progress_ = false;
@@ -179,8 +191,9 @@ inline void Cli::add_algorithms() {
   const char* g = "Algorithms";
   app_.add_option("--algo", text_.algo,
                   "algorithms to run, comma-separated: cocod, ssgd, local, pipe, overlap-local\n"
-                  "or all (the first four); a key may add +outer, +bf16|fp16|int8, +fN, +lerp\n"
-                  "(cocod+outer+int8+f4: the outer step, int8 deviations, 4 fragments)")
+                  "or all (the first four); a key may add +outer, +bf16|fp16|int8, +fN, +lerp,\n"
+                  "+dTAU (cocod+outer+int8+f4: the outer step, int8 deviations, 4 fragments;\n"
+                  "cocod+d2: overlap depth 2)")
       ->type_name("LIST")->capture_default_str()->check(algorithm_list())->group(g);
   app_.add_option("--period", text_.period,
                   "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
@@ -276,6 +289,11 @@ inline void Cli::add_family() {
       ->type_name("B")->capture_default_str()->check(cli::whole(1, 1ull << 30))->group(g);
   app_.add_option("--fragments", a_.fragments, "cocod exchanges one of F slices of the model per round")
       ->type_name("F")->capture_default_str()->check(cli::whole(1, 1ull << 20))->group(g);
+  app_.add_option("--overlap-depth", text_.overlap_depth,
+                  "cocod takes its snapshot after step k - TAU of each round and merges it\n"
+                  "at the round's end: the exchange overlaps TAU steps and the progress it\n"
+                  "merges is TAU steps stale; k: the whole round (CoCoD-SGD), 0: Local-SGD")
+      ->type_name("TAU|k")->capture_default_str()->check(whole_or_k(1000000))->group(g);
   app_.add_option("--fragment-merge", a_.fragment_merge,
                   "how a fragment's average merges: add-back (keeps the progress made\n"
                   "while it was in flight) or lerp (with --fragment-alpha)")
@@ -342,6 +360,7 @@ inline Args Cli::settings() const {
   a.latency_us = text_.latency == "auto" ? std::nullopt : std::optional<double>(std::stod(text_.latency));
   a.link_given = given("--bandwidth") || given("--latency");
   a.cosine = text_.lr_schedule == "cosine";
+  a.overlap_depth = text_.overlap_depth == "k" ? cocod::OverlapDepth::whole_round : std::stoull(text_.overlap_depth);
   if (no_progress_) a.progress = false;
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)
     cli::refuse(program_, "--outer nesterov needs --outer-momentum > 0");

@@ -77,6 +77,7 @@ struct Settings {
   std::optional<cocod::Outer> outer;
   cocod::Compress compress;
   cocod::Fragments fragments;
+  cocod::OverlapDepth depth;
   cocod::PullBack pull;
 };
 
@@ -100,6 +101,7 @@ inline Settings settings_for(const std::string& key, const Args& args) {
     s.fragments.merge = s.fragments.count > 1 && (v.lerp || args.fragment_merge == "lerp") ? cocod::FragmentMerge::lerp
                                                                                            : cocod::FragmentMerge::add_back;
     s.fragments.alpha = args.fragment_alpha;
+    s.depth.steps = v.depth.value_or(args.overlap_depth);
   }
   s.pull = {.alpha = args.pull_alpha, .anchor_momentum = args.anchor_momentum};
   return s;
@@ -167,7 +169,7 @@ template <class Model, class Comm, class Go>
 void with_optimizer(const std::string& key, Comm comm, const Settings& s, const Schedule& schedule, Go&& go) {
   const std::string b = Variant::parse(key).base;
   const cocod::Options& o = s.options;
-  if (b == "cocod") go(cocod::CoCoDSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress, s.fragments});
+  if (b == "cocod") go(cocod::CoCoDSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress, s.fragments, s.depth});
   else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
   else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress});
   else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.pull, s.compress});

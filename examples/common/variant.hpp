@@ -1,10 +1,11 @@
 #pragma once
 // An algorithm of the command line (--algo) and its variant: a key such as "cocod", or
 // "cocod+outer+int8+f4" (CoCoD-SGD with the outer Nesterov step, int8 deviations and 4
-// fragments), so that one run compares several settings side by side. Example code, not part
+// fragments) or "cocod+d2" (overlap depth 2), so that one run compares several settings side by side. Example code, not part
 // of the library.
 #include <cocod.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,14 @@ inline const std::vector<std::string>& all_keys() {
 }
 
 /// A key split into its algorithm and its modifiers: outer (the outer optimizer of --outer,
-/// Nesterov unless --outer sgd), bf16 / fp16 / int8 (compression), fN (N fragments), lerp.
+/// Nesterov unless --outer sgd), bf16 / fp16 / int8 (compression), fN (N fragments), lerp,
+/// dTAU (overlap depth TAU).
 struct Variant {
   std::string base;
   bool outer = false, lerp = false;
   cocod::Compression compress = cocod::Compression::none;
   std::size_t fragments = 0;  // 0: as --fragments says
+  std::optional<std::size_t> depth;  // none: as --overlap-depth says
 
   /// The variant of `key`; `error` gets why a key is not one (and the result is then empty).
   static Variant parse(const std::string& key, std::string* error = nullptr) {
@@ -50,13 +53,15 @@ struct Variant {
       else if (m == "lerp") v.lerp = true;
       else if (m == "bf16" || m == "fp16" || m == "int8") v.compress = cocod::compress::parse(m);
       else if (m.size() > 1 && m[0] == 'f' && cli::parse_whole(m.substr(1), 1, 1u << 20, f)) v.fragments = f;
-      else return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp)");
+      else if (m.size() > 1 && m[0] == 'd' && cli::parse_whole(m.substr(1), 0, 1000000, f)) v.depth = f;
+      else return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp, dTAU)");
       at = next;
     }
     if (v.outer && v.base != "cocod" && v.base != "local") return fail("'" + key + "': outer applies to cocod and local");
     if (v.compress != cocod::Compression::none && (v.base == "ssgd" || v.base == "pipe"))
       return fail("'" + key + "': compression applies to cocod, local and overlap-local");
     if ((v.fragments > 0 || v.lerp) && v.base != "cocod") return fail("'" + key + "': fragments apply to cocod only");
+    if (v.depth && v.base != "cocod") return fail("'" + key + "': an overlap depth applies to cocod only");
     if (v.lerp && v.fragments < 2) return fail("'" + key + "': lerp merges fragments: add +fN with N > 1");
     return v;
   }
