@@ -20,7 +20,9 @@ namespace cocod {
 /// for the exchange at the round's end, which is Local-SGD (with Outer: SlowMo, DiLoCo) up to
 /// rounding.
 struct OverlapDepth {
+  /// The whole round, whatever the period: CoCoD-SGD's own overlap.
   static constexpr std::size_t whole_round = std::numeric_limits<std::size_t>::max();
+  /// tau, the steps the exchange overlaps.
   std::size_t steps = whole_round;
 
   /// The name in messages and checkpoints.
