@@ -292,7 +292,8 @@ inline void Cli::add_family() {
   app_.add_option("--overlap-depth", text_.overlap_depth,
                   "cocod takes its snapshot after step k - TAU of each round and merges it\n"
                   "at the round's end: the exchange overlaps TAU steps and the progress it\n"
-                  "merges is TAU steps stale; k: the whole round (CoCoD-SGD), 0: Local-SGD")
+                  "merges is TAU steps stale; k: the whole round (CoCoD-SGD); 0: Local-SGD\n"
+                  "(without fragments)")
       ->type_name("TAU|k")->capture_default_str()->check(whole_or_k(1000000))->group(g);
   app_.add_option("--fragment-merge", a_.fragment_merge,
                   "how a fragment's average merges: add-back (keeps the progress made\n"

@@ -1,7 +1,7 @@
 #pragma once
 // The settings of a run that every algorithm shares, validated when an algorithm is constructed.
 // The settings of one part are that part's: the local update's (update::Sgd: momentum, Nesterov,
-// weight decay), the schedule's, and the algorithm's own (Outer, Compress, Fragments, PullBack).
+// weight decay), the schedule's, and the algorithm's own (Outer, Compress, Fragments, OverlapDepth, PullBack).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -132,7 +132,8 @@ class CoCoDSGD {
     ops.average(x, gradient_);
   }
   // Between rounds the next all-reduce is not posted yet: the anchor and the send buffer (an
-  // exchange, saved by the run) hold the round's state.
+  // exchange, saved by the run) hold the round's state (after a round with a depth tau < k, the
+  // snapshot is retaken before the post).
   template <class Archive>
   void serialize(Archive& a) {
     a("anchor", anchor_);
@@ -140,7 +141,7 @@ class CoCoDSGD {
     a("snapshot_due", snapshot_due_);
     if constexpr (!Archive::saving)
       if (!needs_post_)  // the round's end waits for the snapshot that the next round's start posts
-        a.fail("needs_post", "is 0, but a round boundary always posts the next snapshot (corrupt)");
+        a.fail("needs_post", "is 0, but every round posts its snapshot after a round boundary (corrupt)");
     if (!family_) return;
     outer_.serialize(a);
     rotation_.serialize(a);
@@ -195,12 +196,14 @@ class CoCoDSGD {
       outer_.step(p, send_.model());
       detail::merge(B{}, fragments_, xs, as, outer_.z(p));
     }
-    if (snapshot_due_)
-      rotation_.turn_to(rotation_.next());  // its snapshot is taken in the next round, after step k - tau
-    else
+    if (snapshot_due_) {  // the next fragment's snapshot is taken in the next round, after step k - tau
+      rotation_.turn_to(rotation_.next());
+      send_.use(rotation_.current());
+    } else
       snapshot_fragment(ops, x, rotation_.next());
   }
-  // Fragment f's snapshot, posted at the next round's start: a^f = x^f, s = w x^f.
+  // Fragment f's snapshot, posted at the next round's start (with a depth tau < k, after its
+  // step k - tau): a^f = x^f, s = w x^f.
   void snapshot_fragment(Ops& ops, Span x, std::size_t f) {
     rotation_.turn_to(f);
     const Piece p = rotation_.current();
@@ -227,7 +230,7 @@ class CoCoDSGD {
 /// CoCoD-SGD (Shen et al., IJCAI 2019): communication every k steps, overlapped with the next k
 /// steps (rules::CoCoDSGD has its rule). Construct it with the communicator, the Options, and
 /// in any order its Schedule, its Update and the family's settings it takes: Outer, Compress,
-/// Fragments.
+/// Fragments, OverlapDepth.
 ///
 /// \tparam Model    a cocod::Model.
 /// \tparam Comm     a cocod::comm::Communicator (comm::Local, comm::Threads, comm::Throttled<...>, comm::Mpi).

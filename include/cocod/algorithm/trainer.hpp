@@ -64,7 +64,7 @@ class Trainer {
 
   /// Validates the options and every setting (std::invalid_argument naming the field) against
   /// the communicator. After the options come, in any order, the Schedule, the Update and the
-  /// algorithm's own settings (for CoCoD-SGD: Outer, Compress, Fragments), each at most once.
+  /// algorithm's own settings (for CoCoD-SGD: Outer, Compress, Fragments, OverlapDepth), each at most once.
   template <class... Parts>
     requires(detail::taken_by_the_algorithm<std::remove_cvref_t<Parts>, Schedule, Update, settings_type> && ...)
   explicit Trainer(Comm comm, Options options, Parts&&... parts)

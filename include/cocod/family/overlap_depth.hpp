@@ -17,8 +17,8 @@ namespace cocod {
 /// | steps | tau; at least the period (whole_round): CoCoD-SGD's whole-round overlap | whole_round |
 ///
 /// tau >= k is CoCoD-SGD bit for bit (with Outer, Compress and Fragments alike); tau = 0 waits
-/// for the exchange at the round's end, which is Local-SGD (with Outer: SlowMo, DiLoCo) up to
-/// rounding.
+/// for the exchange at the round's end, which without fragments is Local-SGD (with Outer:
+/// SlowMo, DiLoCo) up to rounding.
 struct OverlapDepth {
   /// The whole round, whatever the period: CoCoD-SGD's own overlap.
   static constexpr std::size_t whole_round = std::numeric_limits<std::size_t>::max();

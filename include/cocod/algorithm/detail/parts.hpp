@@ -4,7 +4,7 @@
 #endif
 // The settings an algorithm is constructed with, after the communicator and the options, in any
 // order and each at most once: its Schedule, its Update, and the settings of its own (for
-// CoCoD-SGD: Outer, Compress, Fragments). Each goes to the part that uses it; a setting the
+// CoCoD-SGD: Outer, Compress, Fragments, OverlapDepth). Each goes to the part that uses it; a setting the
 // algorithm does not take is a compile error (the constructor's constraint, taken_by_the_algorithm).
 #include <cstddef>
 #include <optional>
