@@ -103,24 +103,17 @@ inline CLI::Validator slowdown_check() {
       "");
 }
 
-/// A whole number in [1, max] or "auto".
-inline CLI::Validator whole_or_auto(unsigned long long max) {
+/// A whole number in [min, max] or one of `words` ("auto", "k").
+inline CLI::Validator whole_or(std::vector<std::string> words, unsigned long long min, unsigned long long max) {
   return CLI::Validator(
       [=](std::string& text) {
         unsigned long long v = 0;
-        if (text == "auto" || cli::parse_whole(text, 1, max, v)) return std::string();
-        return "needs a whole number from 1 to " + std::to_string(max) + " or 'auto'" + cli::got(text);
-      },
-      "");
-}
-
-/// A whole number from 0 to max, or "k" (the whole round).
-inline CLI::Validator whole_or_k(unsigned long long max) {
-  return CLI::Validator(
-      [=](std::string& text) {
-        unsigned long long v = 0;
-        if (text == "k" || cli::parse_whole(text, 0, max, v)) return std::string();
-        return "needs a whole number from 0 to " + std::to_string(max) + " or 'k'" + cli::got(text);
+        for (const auto& w : words)
+          if (text == w) return std::string();
+        if (cli::parse_whole(text, min, max, v)) return std::string();
+        std::string choices = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+        for (std::size_t i = 0; i < words.size(); ++i) choices += (i + 1 == words.size() ? " or '" : ", '") + words[i] + "'";
+        return "needs " + choices + cli::got(text);
       },
       "");
 }
@@ -199,7 +192,7 @@ inline void Cli::add_algorithms() {
                   "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
                   "all-reduce plus two standard deviations of it, measured and re-checked\n"
                   "during the run")
-      ->type_name("K|auto")->capture_default_str()->check(whole_or_auto(1000000))->group(g);
+      ->type_name("K|auto")->capture_default_str()->check(whole_or({"auto"}, 1, 1000000))->group(g);
   app_.add_option("--max-period", a_.max_period, "the largest k that --period auto may choose")
       ->type_name("K")->capture_default_str()->check(cli::whole(1, 1000000))->group(g);
   app_.add_option("--sampling", text_.sampling,
@@ -294,7 +287,7 @@ inline void Cli::add_family() {
                   "at the round's end: the exchange overlaps TAU steps and the progress it\n"
                   "merges is TAU steps stale; k: the whole round (CoCoD-SGD); 0: Local-SGD\n"
                   "(without fragments)")
-      ->type_name("TAU|k")->capture_default_str()->check(whole_or_k(1000000))->group(g);
+      ->type_name("TAU|k")->capture_default_str()->check(whole_or({"k"}, 0, 1000000))->group(g);
   app_.add_option("--fragment-merge", a_.fragment_merge,
                   "how a fragment's average merges: add-back (keeps the progress made\n"
                   "while it was in flight) or lerp (with --fragment-alpha)")
