@@ -63,6 +63,30 @@ A make(Comm comm, const Setup& s, Extra&&... extra) {
       std::move(parts));
 }
 
+/// A measuring schedule with scripted plans, so that a run that re-plans is reproducible to the
+/// bit: a window closes after every round and each re-plan moves to the entry of `script` after
+/// the one in force (the same on every worker, whatever was measured).
+struct Scripted {
+  std::vector<std::pair<std::size_t, std::size_t>> script;  // (period, hiding steps), in turn
+  void validate() const {}
+  [[nodiscard]] cocod::schedule::Plan plan(const cocod::Options& o, int rank, int workers) const {
+    cocod::schedule::Plan p = cocod::schedule::Fixed<>{}.plan(o, rank, workers);
+    p.period = script[0].first;
+    p.hiding_steps = script[0].second;
+    return p;
+  }
+  [[nodiscard]] double learning_rate(const cocod::Options& o, std::size_t, std::size_t) const { return o.learning_rate; }
+  [[nodiscard]] bool window_closes(std::size_t) const noexcept { return true; }
+  [[nodiscard]] cocod::schedule::Plan replan(const cocod::Options&, int, int, std::size_t, const cocod::schedule::Plan& current,
+                                             const cocod::schedule::Measured&) const {
+    std::size_t i = 0;
+    while (i < script.size() && script[i] != std::pair{current.period, current.hiding_steps}) ++i;
+    cocod::schedule::Plan p = current;
+    std::tie(p.period, p.hiding_steps) = script[(i + 1) % script.size()];
+    return p;
+  }
+};
+
 /// Least squares on a synthetic shard: f(x) = mean_i 0.5 (a_i . x - b_i)^2. Records the last
 /// gradient it returned, so tests can recompute updates independently.
 template <class T>

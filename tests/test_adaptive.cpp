@@ -83,6 +83,8 @@ TEST_CASE("the adaptive plan is a pure function of the measurements") {
   CHECK(plans[2].batch_size == 8);
   // slowest step under the new batches: max(20 * 0.1, 8 * 0.3) = 2.4 ms; ceil(5 / 2.4) = 3
   for (const auto& p : plans) CHECK(p.period == 3);
+  for (const auto& p : plans) CHECK(p.hiding_steps == 3);  // what OverlapDepth::automatic overlaps
+  CHECK(start.hiding_steps == 0);                          // not measured yet
 
   const Adaptive<> capped{.max_period = 2};
   CHECK(capped.replan(o, 0, 3, 48, start, m).period == 2);
@@ -92,6 +94,11 @@ TEST_CASE("the adaptive plan is a pure function of the measurements") {
   CHECK(kept.period == 2);  // ceil(5 ms / (16 * 0.3 ms)) = 2
   const Adaptive<> no_period{.auto_period = false};
   CHECK(no_period.replan(o, 2, 3, 48, start, m).period == 2);
+  CHECK(no_period.replan(o, 2, 3, 48, start, m).hiding_steps == 3);  // measured all the same
+  const Adaptive<> wide{.auto_period = false, .max_period = 64};
+  const std::vector<double> slow_link{5e-1, 5e-1, 5e-1};  // 500 ms against 2.4 ms steps: capped
+  CHECK(wide.replan(o, 2, 3, 48, start, Measured{sample, slow_link}).hiding_steps == 64);
+  CHECK(wide.replan(o, 2, 3, 48, start, Measured{sample, slow_link}).period == 2);
   CHECK(no_period.replan(o, 2, 3, 48, start, m).batch_size == 8);
   const std::vector<double> missing{1e-4, 0.0, 3e-4};
   CHECK(a.replan(o, 2, 3, 48, start, Measured{missing, collective}).batch_size == 16);

@@ -69,15 +69,15 @@ void keep(Outcome& out, std::mutex& m, int rank, Model& model, const cocod::Repo
 }
 
 /// The run from start to end; with `store`, saving every round.
-template <template <class...> class Algorithm>
-Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod_test::Setup& options = ::options) {
+template <template <class...> class Algorithm, class S = Schedule>
+Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod_test::Setup& options = ::options, const S& schedule = {}) {
   Outcome out;
   out.x.resize(workers);
   std::mutex m;
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
-    using Opt = Algorithm<Model, cocod::comm::Threads, Schedule>;
+    using Opt = Algorithm<Model, cocod::comm::Threads, S>;
     Model model = model_of(comm.rank());
-    auto opt = cocod_test::make<Opt>(comm, options);
+    auto opt = cocod_test::make<Opt>(comm, options, schedule);
     opt.begin(model, cocod::Steps{total_steps});
     if (store) opt.save(model, *store);
     while (opt.steps_taken() < total_steps) {
@@ -90,29 +90,33 @@ Outcome whole_run(const cocod::Checkpoints* store = nullptr, const cocod_test::S
 }
 
 /// Runs until `round` rounds have ended, saves, and stops there (as a crash would).
-template <template <class...> class Algorithm>
-void interrupted_run(const cocod::Checkpoints& store, std::size_t round, const cocod_test::Setup& options = ::options) {
+template <template <class...> class Algorithm, class S = Schedule>
+void interrupted_run(const cocod::Checkpoints& store, std::size_t round, const cocod_test::Setup& options = ::options,
+                     const S& schedule = {}) {
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
     Model model = model_of(comm.rank());
-    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads, Schedule>>(comm, options);
+    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads, S>>(comm, options, schedule);
     opt.begin(model, cocod::Steps{total_steps});
-    while (opt.steps_taken() < round * options.options.period) opt.step(model, opt.next_batch());
+    for (std::size_t ended = 0; ended < round;) {
+      opt.step(model, opt.next_batch());
+      ended += opt.round_ended();
+    }
     opt.save(model, store);
     // a few more steps that the resumed run will redo, then the run is gone
     for (int i = 0; i < 2 && opt.steps_taken() < total_steps; ++i) opt.step(model, opt.next_batch());
   });
 }
 
-template <template <class...> class Algorithm>
-Outcome resumed_run(const cocod::Checkpoints& store, const cocod_test::Setup& options = ::options) {
+template <template <class...> class Algorithm, class S = Schedule>
+Outcome resumed_run(const cocod::Checkpoints& store, const cocod_test::Setup& options = ::options, const S& schedule = {}) {
   Outcome out;
   out.x.resize(workers);
   std::mutex m;
   cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
-    using Opt = Algorithm<Model, cocod::comm::Threads, Schedule>;
+    using Opt = Algorithm<Model, cocod::comm::Threads, S>;
     Model model(40, 6, 900 + static_cast<std::uint64_t>(comm.rank()));
     for (auto& v : model.x) v = 123.0;  // whatever the model held: the checkpoint's replaces it
-    auto opt = cocod_test::make<Opt>(comm, options);
+    auto opt = cocod_test::make<Opt>(comm, options, schedule);
     opt.resume_from(store);
     const cocod::Report report = opt.optimize(model, cocod::Steps{total_steps});
     keep<Opt>(out, m, comm.rank(), model, report);
@@ -120,21 +124,24 @@ Outcome resumed_run(const cocod::Checkpoints& store, const cocod_test::Setup& op
   return out;
 }
 
-template <template <class...> class Algorithm>
-void check_bitwise_resume(const char* name, const cocod_test::Setup& options = ::options) {
+/// Resumes at rounds 0, 3 and 7 (or at `rounds`) and checks that every resumed run ends as the
+/// whole one, bit for bit.
+template <template <class...> class Algorithm, class S = Schedule>
+void check_bitwise_resume(const char* name, const cocod_test::Setup& options = ::options, const S& schedule = {},
+                          const std::vector<std::size_t>& rounds = {0, 3, 7}) {
   CAPTURE(name);
-  const Outcome whole = whole_run<Algorithm>(nullptr, options);
+  const Outcome whole = whole_run<Algorithm>(nullptr, options, schedule);
   REQUIRE(whole.steps == total_steps);
   {
     const cocod::Checkpoints store(scratch(std::string(name) + "-every"));
-    CHECK(whole_run<Algorithm>(&store, options) == whole);  // saving changes nothing
+    CHECK(whole_run<Algorithm>(&store, options, schedule) == whole);  // saving changes nothing
   }
-  for (const std::size_t round : {std::size_t{0}, std::size_t{3}, std::size_t{7}}) {
+  for (const std::size_t round : rounds) {
     CAPTURE(round);
     const cocod::Checkpoints store(scratch(std::string(name) + "-" + std::to_string(round)));
-    interrupted_run<Algorithm>(store, round, options);
+    interrupted_run<Algorithm>(store, round, options, schedule);
     REQUIRE(store.rounds() == std::vector<std::size_t>{round});
-    const Outcome resumed = resumed_run<Algorithm>(store, options);
+    const Outcome resumed = resumed_run<Algorithm>(store, options, schedule);
     CHECK(resumed.x == whole.x);
     CHECK(resumed.losses == whole.losses);
     CHECK(resumed.steps == whole.steps);
@@ -214,6 +221,20 @@ TEST_CASE("CoCoD-SGD with an overlap depth resumes bit for bit: its snapshot is 
   o.compress = {cocod::Compression::int8, 4};
   o.fragments.count = 4;  // of unequal sizes (1, 2, 1, 2): the fragment saved is the next one's
   check_bitwise_resume<cocod::Optimizer>("cocod-depth2-family", o);
+}
+
+TEST_CASE("CoCoD-SGD with an automatic overlap depth resumes bit for bit at every round, across whole and partial overlaps") {
+  // (period, hiding steps), one re-plan per round: whole rounds (unmeasured, 2 of 2, 3 of 3)
+  // and partial ones (tau 1 of 3, 1 of 2), so checkpoints fall on both sides of each crossing
+  const cocod_test::Scripted schedule{{{2, 0}, {3, 1}, {2, 2}, {3, 3}, {2, 1}}};
+  auto o = options;
+  o.depth.steps = cocod::OverlapDepth::automatic;
+  const std::vector<std::size_t> every{0, 1, 2, 3, 4, 5, 6, 7};
+  check_bitwise_resume<cocod::Optimizer>("cocod-auto", o, schedule, every);
+  o.outer = cocod::Outer::diloco();
+  o.compress = {cocod::Compression::int8, 4};
+  o.fragments.count = 4;
+  check_bitwise_resume<cocod::Optimizer>("cocod-auto-family", o, schedule, every);
 }
 
 TEST_CASE("a checkpoint of other settings is refused, naming the field; a setting the algorithm does not take may change") {

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -45,6 +47,8 @@ struct Simulation {
   Algo algo = Algo::local;
   int n = 1;
   cocod_test::Setup o;
+  /// Each round's (period, hiding steps) where a schedule re-plans; empty: o.options.period throughout.
+  std::vector<std::pair<std::size_t, std::size_t>> plans;
 
   std::size_t N = 0, d = 0;
   std::vector<Model> models;
@@ -139,12 +143,15 @@ struct Simulation {
     bool posted = false;  // Overlap-Local-SGD: an anchor in flight
     std::vector<Models> history;
     Vec g(d);
-    // CoCoD-SGD with an overlap depth tau < k: the snapshot after step k - tau, merged at the
-    // same round's end; otherwise the snapshot taken at the last round's end, posted at the start.
-    const std::size_t k = o.options.period;
-    const bool deferred = algo == Algo::cocod && !o.depth.whole(k);
-    const std::size_t posted_at = deferred ? k - o.depth.at(k) : 0;
+    bool snapshot_due = false;  // the latest round had a depth tau < k: no snapshot at its end
     for (std::size_t round = 0; round < rounds; ++round) {
+      // CoCoD-SGD with an overlap depth tau < k: the snapshot after step k - tau, merged at the
+      // same round's end; otherwise the snapshot taken at the last round's end (or, after a
+      // round of depth tau < k, at this one's start), posted at the start.
+      const std::size_t k = plans.empty() ? o.options.period : plans[round].first;
+      const std::size_t hiding = plans.empty() ? 0 : plans[round].second;
+      const bool deferred = algo == Algo::cocod && !o.depth.whole(k, hiding);
+      const std::size_t posted_at = deferred ? k - o.depth.at(k, hiding) : 0;
       Vec abar;
       auto post = [&] {
         Vec zpiece(z.begin() + static_cast<std::ptrdiff_t>(fbegin(f)), z.begin() + static_cast<std::ptrdiff_t>(fbegin(f) + fsize(f)));
@@ -153,7 +160,7 @@ struct Simulation {
       };
       for (std::size_t step = 0; step <= k; ++step) {
         if (step == posted_at && (algo == Algo::cocod || (algo == Algo::overlap && posted))) {
-          if (deferred) snapshot(f);
+          if (deferred || snapshot_due) snapshot(f);
           post();
         }
         if (step == k) break;
@@ -195,9 +202,10 @@ struct Simulation {
               x = x + (z[j] - anchors[i][j]);
           }
         if (deferred)
-          f = (f + 1) % F;  // its snapshot after step k - tau of the next round
+          f = (f + 1) % F;  // its snapshot in the next round (after step k - tau)
         else
           snapshot((f + 1) % F);
+        snapshot_due = deferred;
       } else {  // Overlap-Local-SGD
         if (posted) z = abar;
         const T alpha = static_cast<T>(o.pull.alpha), mu = static_cast<T>(o.pull.anchor_momentum);
@@ -231,19 +239,25 @@ struct Simulation {
   }
 };
 
-template <template <class...> class Algorithm>
-std::vector<Models> run_library(int n, const cocod_test::Setup& o, std::size_t rounds, std::size_t dim = 11) {
+/// The library's workers under comm::Threads: each worker's model after every round and, last,
+/// after finish; `plans` (when given) gets each round's (period, hiding steps) on rank 0.
+template <template <class...> class Algorithm, class... Schedule>
+std::vector<Models> run_library(int n, const cocod_test::Setup& o, std::size_t rounds, std::size_t dim = 11,
+                                std::vector<std::pair<std::size_t, std::size_t>>* plans = nullptr, const Schedule&... schedule) {
   const auto N = static_cast<std::size_t>(n);
   std::vector<Models> history(rounds + 1, Models(N));
   cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
     Model model = make(comm.rank(), dim);
-    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads>>(comm, o);
+    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads, Schedule...>>(comm, o, schedule...);
     opt.begin(model);
     std::size_t round = 0;
+    bool starts = true;
     while (round < rounds) {
+      if (starts && plans && r == 0) plans->emplace_back(opt.info().period, opt.info().hiding_steps);
       opt.step(model, opt.next_batch());
-      if (opt.round_ended()) history[round++][r] = model.x;
+      starts = opt.round_ended();
+      if (starts) history[round++][r] = model.x;
     }
     opt.finish(model);
     history[rounds][r] = model.x;
@@ -261,11 +275,13 @@ void compare(const std::vector<Models>& expected, const std::vector<Models>& act
     }
   }
 }
-std::vector<Models> simulate(Algo a, int n, const cocod_test::Setup& o, std::size_t rounds) {
+std::vector<Models> simulate(Algo a, int n, const cocod_test::Setup& o, std::size_t rounds,
+                             std::vector<std::pair<std::size_t, std::size_t>> plans = {}) {
   Simulation s;
   s.algo = a;
   s.n = n;
   s.o = o;
+  s.plans = std::move(plans);
   return s.run(rounds);
 }
 double max_relative(const std::vector<Models>& a, const std::vector<Models>& b) {
@@ -384,6 +400,36 @@ TEST_CASE("Overlap depth: every tau matches a plain recomputation, with outer, c
   }
 }
 
+TEST_CASE("Overlap depth under a schedule that re-plans: periods and automatic depths change between rounds, and "
+          "every round matches a plain recomputation across whole and partial overlaps") {
+  auto o = base(4, {1.0, 2.0, 1.5});
+  SUBCASE("plain") {}
+  SUBCASE("DiLoCo's outer step, int8 and two fragments") {
+    o.outer = cocod::Outer::diloco();
+    o.compress.format = cocod::Compression::int8;
+    o.compress.block = 4;
+    o.fragments.count = 2;
+  }
+  // (period, hiding steps): unmeasured, then tau 2 of 6, a whole round of 2, tau 1 of 5, tau 3 of 3
+  const cocod_test::Scripted schedule{{{4, 0}, {6, 2}, {2, 5}, {5, 1}, {3, 3}}};
+  for (const std::size_t steps : {cocod::OverlapDepth::automatic, std::size_t{2}}) {
+    CAPTURE(steps);
+    o.depth.steps = steps;
+    std::vector<std::pair<std::size_t, std::size_t>> plans;
+    const auto library = run_library<cocod::Optimizer>(3, o, 12, 11, &plans, schedule);
+    REQUIRE(plans.size() == 12);
+    std::size_t whole_then_partial = 0, partial_then_whole = 0;
+    for (std::size_t r = 1; r < plans.size(); ++r) {
+      const bool before = o.depth.whole(plans[r - 1].first, plans[r - 1].second), now = o.depth.whole(plans[r].first, plans[r].second);
+      whole_then_partial += before && !now;
+      partial_then_whole += !before && now;
+    }
+    CHECK(whole_then_partial >= 2);  // the run crosses both ways, more than once
+    CHECK(partial_then_whole >= 2);
+    compare(simulate(Algo::cocod, 3, o, 12, plans), library);
+  }
+}
+
 TEST_CASE("Overlap depth k is CoCoD-SGD bit for bit; depth 0 is Local-SGD (and SlowMo) to rounding") {
   for (const bool outer : {false, true}) {
     CAPTURE(outer);
@@ -442,6 +488,11 @@ TEST_CASE("The family's settings are validated, naming the field; a setting an a
   Model model = make(0, 3);
   cocod::CoCoDSGD<M, L> opt{comm, {}, cocod::Fragments{.count = 4}};
   CHECK_THROWS_WITH_AS(opt.begin(model), "cocod::Fragments: count must be at most the parameter count (3) (got 4)",
+                       std::invalid_argument);
+  cocod::CoCoDSGD<M, L> fixed{comm, {}, cocod::OverlapDepth{cocod::OverlapDepth::automatic}};
+  CHECK_THROWS_WITH_AS(fixed.begin(model),
+                       "cocod::OverlapDepth: steps is automatic, which needs a schedule that measures (schedule::Adaptive) "
+                       "(got OverlapDepth::automatic)",
                        std::invalid_argument);
 }
 

@@ -25,10 +25,10 @@ struct Run {
   double bytes = 0;
 };
 
-template <template <class...> class Algorithm, class Comm>
-Run run(Comm comm, const cocod_test::Setup& o) {
+template <template <class...> class Algorithm, class Comm, class... Schedule>
+Run run(Comm comm, const cocod_test::Setup& o, const Schedule&... schedule) {
   Model model = model_of(comm.rank());
-  auto opt = cocod_test::make<Algorithm<Model, Comm>>(comm, o);
+  auto opt = cocod_test::make<Algorithm<Model, Comm, Schedule...>>(comm, o, schedule...);
   const auto report = opt.optimize(model, cocod::Steps{26});
   return {model.x, report.total(&cocod::RoundStats::bytes_sent)};
 }
@@ -37,19 +37,19 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
-template <template <class...> class Algorithm>
-void check(const char* name, const cocod_test::Setup& o) {
+template <template <class...> class Algorithm, class... Schedule>
+void check(const char* name, const cocod_test::Setup& o, const Schedule&... schedule) {
   CAPTURE(name);
   Run threads;
   cocod::comm::Threads::run(world->size(), [&](cocod::comm::Threads t) {
-    Run r = run<Algorithm>(t, o);
+    Run r = run<Algorithm>(t, o, schedule...);
     if (t.rank() == world->rank()) threads = std::move(r);
   });
   for (const auto design : {cocod::comm::MpiProgress::polling_thread, cocod::comm::MpiProgress::blocking_thread,
                             cocod::comm::MpiProgress::caller}) {
     CAPTURE(static_cast<int>(design));
     const Mpi comm(world->handle(), cocod::comm::MpiOptions{.progress = design});
-    const Run mpi = run<Algorithm>(comm, o);
+    const Run mpi = run<Algorithm>(comm, o, schedule...);
     CHECK(same_bits(mpi.x, threads.x));
     CHECK(mpi.bytes == threads.bytes);
   }
@@ -106,6 +106,13 @@ TEST_CASE("CoCoD-SGD's overlap depth over MPI equals comm::Threads bit for bit (
   o.fragments.count = 3;
   o.depth.steps = 2;
   check<cocod::Optimizer>("cocod + outer + int8 + 3 fragments, depth 2", o);
+  // the automatic depth under a schedule that re-plans every round: whole and partial rounds
+  const cocod_test::Scripted schedule{{{3, 0}, {4, 1}, {2, 2}, {3, 2}}};
+  o.depth.steps = cocod::OverlapDepth::automatic;
+  check<cocod::Optimizer>("cocod + outer + int8 + 3 fragments, automatic depth", o, schedule);
+  o = base();
+  o.depth.steps = cocod::OverlapDepth::automatic;
+  check<cocod::Optimizer>("cocod, automatic depth", o, schedule);
 }
 
 int main(int argc, char** argv) {

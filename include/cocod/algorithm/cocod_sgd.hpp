@@ -89,6 +89,9 @@ class CoCoDSGD {
   void begin(Ops& ops, Span x) {
     const std::size_t n = x.size(), F = fragments_.count;
     if (F > n) invalid_setting("cocod::Fragments", "count", "must be at most the parameter count (" + std::to_string(n) + ")", F);
+    if (depth_.is_automatic() && !Ops::measuring)
+      invalid_setting("cocod::OverlapDepth", "steps", "is automatic, which needs a schedule that measures (schedule::Adaptive)",
+                      "OverlapDepth::automatic");
     anchor_.resize(n);
     rotation_ = detail::Rotation{n, F};
     ops.prepare(send_, {.name = "send", .size = rotation_.capacity(), .compress = compress_, .model = n, .pieces = F});
@@ -103,9 +106,9 @@ class CoCoDSGD {
     snapshot_fragment(ops, x, 0);
   }
   void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
-    const std::size_t k = ops.info().period;
-    const bool whole = depth_.whole(k);
-    if (needs_post_ && (whole || ops.step_in_round() == k - depth_.at(k))) {
+    const std::size_t k = ops.info().period, hiding = ops.info().hiding_steps;
+    const bool whole = depth_.whole(k, hiding);
+    if (needs_post_ && (whole || ops.step_in_round() == k - depth_.at(k, hiding))) {
       // at the start of a round, after the callbacks voted; with a depth tau < k, after step k - tau
       if (!whole || snapshot_due_) snapshot_fragment(ops, x, rotation_.current().index);
       ops.post(send_, reference());
@@ -115,7 +118,7 @@ class CoCoDSGD {
     ops.update(x, gradient_.model(), lr);
   }
   void end_round(Ops& ops, Span x) {
-    snapshot_due_ = !depth_.whole(ops.info().period);
+    snapshot_due_ = !depth_.whole(ops.info().period, ops.info().hiding_steps);
     if (snapshot_due_) return end_deferred_round(ops, x);
     const Reduced r = ops.wait(send_);
     needs_post_ = true;

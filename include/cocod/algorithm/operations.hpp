@@ -47,6 +47,9 @@ class Operations {
   void update(span_type x, span_type g, scalar_type lr) { run_.update_state().apply(x, g, lr); }
   /// w_i = M_i / sum_j M_j, this worker's weight in every average.
   [[nodiscard]] scalar_type weight() const noexcept { return static_cast<scalar_type>(run_.weight()); }
+  /// True when the run's schedule measures compute and exchange times (schedule::Adaptive), so
+  /// that info().hiding_steps is measured.
+  static constexpr bool measuring = Run::measuring;
   /// Facts about the run (rank, workers, period, ...).
   [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
   /// The steps taken in the current round before this one (0 in a round's first step).

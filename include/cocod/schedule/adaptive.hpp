@@ -49,6 +49,8 @@ template <class Weight>
 ///   all-reduce (the others' include waiting for late workers), taken as its mean over the window
 ///   plus `margin` standard deviations between the window's rounds: a round whose all-reduce runs
 ///   long then still ends on compute, off the knee of max(k c, m).
+/// - Plan::hiding_steps: that same smallest k, measured whether or not auto_period chooses the
+///   period (what OverlapDepth::automatic overlaps).
 ///
 /// Runs with this schedule depend on measured times, so they are not bitwise reproducible.
 /// A Rounds{n} stop counts rounds of the initial period.
@@ -110,16 +112,15 @@ struct Adaptive {
       return proportional_share(total_batch, n, [&](std::size_t i) { return 1.0 / m.seconds_per_sample[i]; }, j);
     };
     if (balance) p.batch_size = batch_of(static_cast<std::size_t>(rank));
-    if (auto_period) {
-      double step = 0.0, all_reduce = std::numeric_limits<double>::infinity();
-      for (std::size_t j = 0; j < n; ++j) {
-        step = std::max(step, static_cast<double>(batch_of(j)) * m.seconds_per_sample[j]);
-        if (m.seconds_per_collective[j] > 0.0) all_reduce = std::min(all_reduce, m.seconds_per_collective[j]);
-      }
-      if (std::isfinite(all_reduce)) {
-        const double k = std::ceil(all_reduce / step);
-        p.period = k < 1.0 ? 1 : k >= static_cast<double>(max_period) ? max_period : static_cast<std::size_t>(k);
-      }
+    double step = 0.0, all_reduce = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < n; ++j) {
+      step = std::max(step, static_cast<double>(batch_of(j)) * m.seconds_per_sample[j]);
+      if (m.seconds_per_collective[j] > 0.0) all_reduce = std::min(all_reduce, m.seconds_per_collective[j]);
+    }
+    if (std::isfinite(all_reduce)) {  // no all-reduce measured: keep the plan's
+      const double k = std::ceil(all_reduce / step);
+      p.hiding_steps = k < 1.0 ? 1 : k >= static_cast<double>(max_period) ? max_period : static_cast<std::size_t>(k);
+      if (auto_period) p.period = p.hiding_steps;
     }
     return p;
   }

@@ -14,6 +14,9 @@ namespace cocod::schedule {
 struct Plan {
   std::size_t period = 1;      ///< k, local steps per round
   std::size_t batch_size = 1;  ///< M_i, this worker's mini-batch size
+  /// The fewest local steps whose compute hides one exchange (the smallest tau with tau c >= m),
+  /// from a measuring schedule's latest measurements; 0 until measured (and under Fixed).
+  std::size_t hiding_steps = 0;
 };
 
 /// Fixed period k = Options::period. Batch sizes: M_i = Options::batch_size when no speeds are

@@ -177,6 +177,7 @@ class Window<Schedule> {
     a("pending", s_.pending);
     a("plan_period", s_.plan.period);
     a("plan_batch_size", s_.plan.batch_size);
+    a("plan_hiding_steps", s_.plan.hiding_steps);
     a("measured", s_.measured);
     if constexpr (!Archive::saving) {
       if (s_.pending && (s_.plan.period == 0 || s_.plan.batch_size == 0))

@@ -35,6 +35,7 @@ class Loop {
   /// `reserve`: the most samples a re-plan may give one batch.
   void start(const RunInfo& info, const schedule::Plan& plan, std::size_t samples, std::uint64_t seed, std::size_t reserve) {
     info_ = info;
+    info_.hiding_steps = plan.hiding_steps;
     plan_ = plan;
     samples_ = samples;
     sampler_ = BatchSampler(samples, seed, info.rank);
@@ -55,6 +56,7 @@ class Loop {
   void apply(const schedule::Plan& p) {
     plan_ = p;
     info_.period = p.period;
+    info_.hiding_steps = p.hiding_steps;
     info_.batch_size = p.batch_size;
     info_.weight = static_cast<double>(p.batch_size) / static_cast<double>(info_.total_batch);
     batch_.resize(p.batch_size);  // within the capacity reserved at the start
@@ -102,6 +104,7 @@ class Loop {
     schedule::Plan p = plan_;
     a("period", p.period);
     a("batch_size", p.batch_size);
+    a("hiding_steps", p.hiding_steps);
     if constexpr (!Archive::saving) {
       if (pos_.step_in_round != 0) a.fail("step_in_round", "is not 0: the checkpoint was not taken between rounds");
       if (p.period == 0 || p.batch_size == 0 || p.batch_size > info_.total_batch)
