@@ -2,7 +2,8 @@
 # CoCoD-SGD's overlap depth tau at long periods: the Fashion-MNIST MLP, 4 workers over
 # comm::Throttled (latency 50 us), the demo's settings (batch 64 per worker, lr 0.02 cosine,
 # momentum 0.9, 12 epochs), a fixed period k, and in one run per (link, k), side by side:
-#   Local-SGD, CoCoD-SGD (tau = k), CoCoD-SGD+d8, +d4, +d2 (the snapshot after step k - tau)
+#   Local-SGD, CoCoD-SGD (tau = k), CoCoD-SGD+d8, +d4, +d2 (the snapshot after step k - tau) and
+#   +dauto (tau: the fewest steps whose compute hides one all-reduce, as measured)
 # for k = 16 and 32 at 1 Gbit/s and 100 Mbit/s. Each curve point is the consensus (the weighted
 # average of the workers' models), evaluated after the run. Prints per row the wall time to
 # 86% and to TARGET test accuracy, the epochs to TARGET, the final accuracy, the wall time and the
@@ -20,7 +21,7 @@ target="${TARGET:-0.87}"
 exe="$BENCH_BUILD/examples/fashion_mnist/fashion_mnist"
 bench_require overlap_depth.sh "$exe"
 mkdir -p "$out"
-rows="local,cocod,cocod+d8,cocod+d4,cocod+d2"
+rows="local,cocod,cocod+d8,cocod+d4,cocod+d2,cocod+dauto"
 common=(--no-progress --workers 4 --batch 64 --lr 0.02 --lr-schedule cosine --momentum 0.9 --latency 50
         --curve-every 0.5 --curve-of consensus --algo "$rows" --brief)
 case "$which" in

@@ -17,7 +17,7 @@ Reads, in RESULTS_DIR:
 
 1. Validation: for each measured run, the model's wall time for its R = steps/k rounds,
      S-SGD     R k (c + m)                 Local-SGD  R (k c + m + e) + m + e
-     CoCoD-SGD R (max(k c, m_o) + e) + m + e
+     CoCoD-SGD R (max(k c, m_o) + e) + m + e; at overlap depth tau < k: R ((k - tau) c + max(tau c, m_o) + e) + m + e
      Pipe-SGD  steps max(c, m + c (1 - 1/g)) + m
    against the measured wall time (target: every run within TOLERANCE_PCT = 15%). The measured
    overheads are:
@@ -95,10 +95,11 @@ def round_end_cost(out):
     return {t: v / array_bytes for t, v in times.items()}
 
 
-def wall_time(name, r, m, e=0.0, m_overlapped=None):
+def wall_time(name, r, m, e=0.0, m_overlapped=None, tau=None):
     """The model's wall time of a measured run: R = steps/k rounds of its measured kc, the link's
-    m, the round-end pass e, the consensus, and m_overlapped (an all-reduce while compute runs).
-    With e = 0 and m_overlapped = None: the bare round-time model."""
+    m, the round-end pass e, the consensus, and m_overlapped (an all-reduce while compute runs);
+    tau: CoCoD-SGD's overlap depth (None: the whole round). With e = 0 and m_overlapped = None:
+    the bare round-time model."""
     k, steps = r["k"], r["steps"]
     c, rounds = r["kc"] / k, steps / k
     mo = m if m_overlapped is None else m_overlapped
@@ -110,21 +111,29 @@ def wall_time(name, r, m, e=0.0, m_overlapped=None):
     if name == "Pipe-SGD":
         g = mo / m
         return steps * max(c, m + c * (1 - 1 / g)) + (0 if bare else m)
-    return rounds * (max(k * c, mo) + e) + (0 if bare else m + e)
+    t = k if tau is None else min(tau, k)  # the round waits for what its last tau steps do not hide
+    return rounds * ((k - t) * c + max(t * c, mo) + e) + (0 if bare else m + e)
 
 
-def per_step(name, c, m, k, e=0.0):
+def per_step(name, c, m, k, e=0.0, tau=None):
     if name == "S-SGD":
         return c + m
     if name == "Local-SGD":
         return c + (m + e) / k
     if name == "Pipe-SGD":
         return max(c, m)
-    return (max(k * c, m) + e) / k
+    t = k if tau is None else min(tau, k)
+    return ((k - t) * c + max(t * c, m) + e) / k
 
 
 def auto_k(c, m, cap=8):
     return max(1, min(cap, math.ceil(m / c)))
+
+
+def auto_tau(c, m, k, cap=32):
+    """--overlap-depth auto's tau: the fewest steps that hide m (as auto_k, capped at the largest
+    period the schedule may choose), at most k."""
+    return min(k, auto_k(c, m, cap))
 
 
 def validate(out, runs, cost, cores):

@@ -185,8 +185,8 @@ inline void Cli::add_algorithms() {
   app_.add_option("--algo", text_.algo,
                   "algorithms to run, comma-separated: cocod, ssgd, local, pipe, overlap-local\n"
                   "or all (the first four); a key may add +outer, +bf16|fp16|int8, +fN, +lerp,\n"
-                  "+dTAU (cocod+outer+int8+f4: the outer step, int8 deviations, 4 fragments;\n"
-                  "cocod+d2: overlap depth 2)")
+                  "+dTAU or +dauto (cocod+outer+int8+f4: the outer step, int8 deviations,\n"
+                  "4 fragments; cocod+d2: overlap depth 2)")
       ->type_name("LIST")->capture_default_str()->check(algorithm_list())->group(g);
   app_.add_option("--period", text_.period,
                   "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
@@ -286,8 +286,9 @@ inline void Cli::add_family() {
                   "cocod takes its snapshot after step k - TAU of each round and merges it\n"
                   "at the round's end: the exchange overlaps TAU steps and the progress it\n"
                   "merges is TAU steps stale; k: the whole round (CoCoD-SGD); 0: Local-SGD\n"
-                  "(without fragments)")
-      ->type_name("TAU|k")->capture_default_str()->check(whole_or({"k"}, 0, 1000000))->group(g);
+                  "(without fragments); auto: the fewest steps whose compute hides one\n"
+                  "all-reduce as --period auto measures it (the whole round until measured)")
+      ->type_name("TAU|k|auto")->capture_default_str()->check(whole_or({"k", "auto"}, 0, 1000000))->group(g);
   app_.add_option("--fragment-merge", a_.fragment_merge,
                   "how a fragment's average merges: add-back (keeps the progress made\n"
                   "while it was in flight) or lerp (with --fragment-alpha)")
@@ -354,7 +355,9 @@ inline Args Cli::settings() const {
   a.latency_us = text_.latency == "auto" ? std::nullopt : std::optional<double>(std::stod(text_.latency));
   a.link_given = given("--bandwidth") || given("--latency");
   a.cosine = text_.lr_schedule == "cosine";
-  a.overlap_depth = text_.overlap_depth == "k" ? cocod::OverlapDepth::whole_round : std::stoull(text_.overlap_depth);
+  a.overlap_depth = text_.overlap_depth == "k"      ? cocod::OverlapDepth::whole_round
+                    : text_.overlap_depth == "auto" ? cocod::OverlapDepth::automatic
+                                                    : std::stoull(text_.overlap_depth);
   if (no_progress_) a.progress = false;
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)
     cli::refuse(program_, "--outer nesterov needs --outer-momentum > 0");

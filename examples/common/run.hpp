@@ -62,6 +62,7 @@ struct Result {
   std::vector<std::size_t> last_batch;  // per worker, the last round's M_i (in-process workers)
   std::string digest;                   // of the consensus model (rank 0's)
   std::string resumed;                  // where the run continued from, when it resumed
+  std::size_t hiding_steps = 0;         // the last plan's steps that hide one exchange (0: not measured)
 };
 
 /// Where one run's checkpoints go: --checkpoint DIR / algorithm [. sampling].
@@ -211,6 +212,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
       if (observer.every_rank && observer.model) average_snapshots(observer, unthrottled);
       if (rank != 0) return;
       result.digest = cocod::model_digest(model);
+      result.hiding_steps = opt.info().hiding_steps;
       result.report = std::move(report);
       result.metrics = evaluate(model.inner);
       if (!args.curve.empty()) record_curve(result, model, observer, evaluate);

@@ -14,13 +14,15 @@
 
 namespace example {
 
-/// The round-time model (docs/algorithm.md) with C = k*c measured and m the all-reduce cost.
-inline double predicted_round(const std::string& key, std::size_t k, double C, double m) {
+/// The round-time model (docs/algorithm.md) with C = k*c measured and m the all-reduce cost;
+/// `tau`: CoCoD-SGD's overlap depth in the round (k: the whole round).
+inline double predicted_round(const std::string& key, std::size_t k, double C, double m, std::size_t tau) {
   const double c = C / static_cast<double>(k);
   const std::string b = Variant::parse(key).base;
   if (b == "ssgd") return C + static_cast<double>(k) * m;
   if (b == "local") return C + m;
   if (b == "pipe") return static_cast<double>(k) * std::max(c, m);
+  if (b == "cocod" && tau < k) return C + std::max(0.0, m - static_cast<double>(tau) * c);  // tau steps hide m
   return std::max(C, m);  // CoCoD-SGD and Overlap-Local-SGD overlap one round
 }
 /// The link's cost of what a round of this row sent: 2 (N - 1) latencies (a ring all-reduce's
@@ -102,7 +104,8 @@ inline void print_table(const std::vector<Result>& results, const Args& args, bo
     for (const auto& s : same_k.rounds) bytes.push_back(s.bytes_sent);
     const double per = per_step(r.key) ? static_cast<double>(k) : 1.0;
     const double comm_cost = throttle ? link_seconds(link, workers, median_of(bytes) / per) : same_k.median_comm_s() / per;
-    const double model = predicted_round(r.key, k, C, comm_cost);
+    const std::size_t tau = settings_for(r.key, args).depth.at(k, r.hiding_steps);
+    const double model = predicted_round(r.key, k, C, comm_cost, tau);
     const double waited = rep.total(&cocod::RoundStats::wait_s);
     std::printf("  %-*s %6zu %6.2f %3zu %4zu %9.3f %9.3f %9.3f %8.3f %9.3f %6.3f %8.3f %8.3f", width, row_name(r, with_sampling).c_str(),
                 rep.steps, rep.epochs, k, median_of(rep, &cocod::RoundStats::batch_size), round * 1e3, C * 1e3,

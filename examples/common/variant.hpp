@@ -25,7 +25,7 @@ inline const std::vector<std::string>& all_keys() {
 
 /// A key split into its algorithm and its modifiers: outer (the outer optimizer of --outer,
 /// Nesterov unless --outer sgd), bf16 / fp16 / int8 (compression), fN (N fragments), lerp,
-/// dTAU (overlap depth TAU).
+/// dTAU (overlap depth TAU), dauto (the measured overlap depth).
 struct Variant {
   std::string base;
   bool outer = false, lerp = false;
@@ -54,7 +54,8 @@ struct Variant {
       else if (m == "bf16" || m == "fp16" || m == "int8") v.compress = cocod::compress::parse(m);
       else if (m.size() > 1 && m[0] == 'f' && cli::parse_whole(m.substr(1), 1, 1u << 20, f)) v.fragments = f;
       else if (m.size() > 1 && m[0] == 'd' && cli::parse_whole(m.substr(1), 0, 1000000, f)) v.depth = f;
-      else return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp, dTAU)");
+      else if (m == "dauto") v.depth = cocod::OverlapDepth::automatic;
+      else return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp, dTAU, dauto)");
       at = next;
     }
     if (v.outer && v.base != "cocod" && v.base != "local") return fail("'" + key + "': outer applies to cocod and local");
