@@ -17,7 +17,7 @@ Reads, in RESULTS_DIR:
 
 1. Validation: for each measured run, the model's wall time for its R = steps/k rounds,
      S-SGD     R k (c + m)                 Local-SGD  R (k c + m + e) + m + e
-     CoCoD-SGD R (max(k c, m_o) + e) + m + e; at overlap depth tau < k: R ((k - tau) c + max(tau c, m_o) + e) + m + e
+     CoCoD-SGD R (max(k c, m_o) + e) + m + e
      Pipe-SGD  steps max(c, m + c (1 - 1/g)) + m
    against the measured wall time (target: every run within TOLERANCE_PCT = 15%). The measured
    overheads are:
@@ -31,7 +31,9 @@ Reads, in RESULTS_DIR:
      the 2 cores; on the threads' throttled link it is m;
    - Pipe-SGD's all-reduces queue one behind the other, so each step takes at least m; during
      the c of it that overlaps compute the all-reduce runs g = m_o / m times slower.
-   The errors without the overheads are printed beside.
+   The errors without the overheads are printed beside. (At an overlap depth tau < k CoCoD-SGD's
+   round is (k - tau) c + max(tau c, m_o) + e: wall_time and per_step take tau; the measured runs
+   read here overlap whole rounds.)
 2. Prediction: per-step times at N workers for each simulate_model_<name>.txt, with
      m(N) = 2(N-1) alpha + 2(N-1)/N * S / beta
    (ring all-reduce of S bytes; alpha per message; beta the link's bandwidth), e at one thread,
@@ -130,10 +132,9 @@ def auto_k(c, m, cap=8):
     return max(1, min(cap, math.ceil(m / c)))
 
 
-def auto_tau(c, m, k, cap=32):
-    """--overlap-depth auto's tau: the fewest steps that hide m (as auto_k, capped at the largest
-    period the schedule may choose), at most k."""
-    return min(k, auto_k(c, m, cap))
+def auto_tau(c, m, k):
+    """--overlap-depth auto's tau: the fewest steps that hide m, at most k."""
+    return max(1, min(k, math.ceil(m / c)))
 
 
 def validate(out, runs, cost, cores):

@@ -99,6 +99,12 @@ TEST_CASE("the adaptive plan is a pure function of the measurements") {
   const std::vector<double> slow_link{5e-1, 5e-1, 5e-1};  // 500 ms against 2.4 ms steps: capped
   CHECK(wide.replan(o, 2, 3, 48, start, Measured{sample, slow_link}).hiding_steps == 64);
   CHECK(wide.replan(o, 2, 3, 48, start, Measured{sample, slow_link}).period == 2);
+  // a fixed period longer than max_period stands, and caps the hiding steps in its place
+  const cocod::Options longer{.period = 100, .batch_size = 16};
+  const Plan fixed = no_period.plan(longer, 2, 3);
+  CHECK(fixed.period == 100);
+  CHECK(no_period.replan(longer, 2, 3, 48, fixed, Measured{sample, slow_link}).hiding_steps == 100);
+  CHECK(a.plan(longer, 2, 3).period == 10);  // the automatic period starts within its cap
   CHECK(no_period.replan(o, 2, 3, 48, start, m).batch_size == 8);
   const std::vector<double> missing{1e-4, 0.0, 3e-4};
   CHECK(a.replan(o, 2, 3, 48, start, Measured{missing, collective}).batch_size == 16);

@@ -41,6 +41,7 @@ struct Outcome {
   std::vector<std::vector<double>> x;  // per worker, after finish
   std::vector<double> losses, consensus;
   std::size_t steps = 0, rounds = 0;
+  std::vector<std::size_t> periods;  // each round's
   /// Bit for bit (a NaN consensus before the first one arrived included).
   bool operator==(const Outcome& o) const {
     auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
@@ -49,7 +50,7 @@ struct Outcome {
     for (std::size_t r = 0; r < x.size(); ++r)
       if (r >= o.x.size() || !same(x[r], o.x[r])) return false;
     return x.size() == o.x.size() && same(losses, o.losses) && same(consensus, o.consensus) && steps == o.steps &&
-           rounds == o.rounds;
+           rounds == o.rounds && periods == o.periods;
   }
 };
 
@@ -63,6 +64,7 @@ void keep(Outcome& out, std::mutex& m, int rank, Model& model, const cocod::Repo
   for (const auto& r : report.rounds) {
     out.losses.push_back(r.loss);
     out.consensus.push_back(r.consensus_loss);
+    out.periods.push_back(r.period);
   }
   out.steps = report.steps;
   out.rounds = report.rounds.size();
@@ -230,6 +232,10 @@ TEST_CASE("CoCoD-SGD with an automatic overlap depth resumes bit for bit at ever
   auto o = options;
   o.depth.steps = cocod::OverlapDepth::automatic;
   const std::vector<std::size_t> every{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto periods = whole_run<cocod::Optimizer>(nullptr, o, schedule).periods;
+  REQUIRE(periods.size() >= 8);
+  CHECK(std::count(periods.begin(), periods.begin() + 8, std::size_t{3}) >= 2);  // re-planned within the rounds resumed at
+  CHECK(std::count(periods.begin(), periods.begin() + 8, std::size_t{2}) >= 2);
   check_bitwise_resume<cocod::Optimizer>("cocod-auto", o, schedule, every);
   o.outer = cocod::Outer::diloco();
   o.compress = {cocod::Compression::int8, 4};
@@ -723,8 +729,10 @@ TEST_CASE("saving twice at one round end, and over a later checkpoint of another
   for (int r = 0; r < workers; ++r) CHECK_NOTHROW((void)cocod::Checkpoints::read_file(info, r));
 }
 
-TEST_CASE("a checkpointed adaptive window whose pending plan has period 0 is refused") {
-  cocod::schedule::Window<cocod::schedule::Adaptive<>> window;
+namespace {
+/// A checkpoint's section "window" holding a pending plan of `period`, batch size 4 and
+/// `hiding` steps, read into `window` (throws what the window's checks throw).
+void load_window(cocod::schedule::Window<cocod::schedule::Adaptive<>>& window, std::size_t period, std::size_t hiding) {
   window.start(2);
   cocod::checkpoint::FieldWriter f;
   f.value("compute_s", 0.0);
@@ -738,8 +746,9 @@ TEST_CASE("a checkpointed adaptive window whose pending plan has period 0 is ref
   f.value("ready_collective_s", 0.0);
   f.value("ready", false);
   f.value("pending", true);
-  f.value("plan_period", std::size_t{0});
+  f.value("plan_period", period);
   f.value("plan_batch_size", std::size_t{4});
+  f.value("plan_hiding_steps", hiding);
   f.values("measured", std::span<const double>(std::vector<double>(4, 0.0)));
   cocod::checkpoint::FileWriter w;
   w.section("header", cocod::checkpoint::FieldWriter{});
@@ -748,6 +757,18 @@ TEST_CASE("a checkpointed adaptive window whose pending plan has period 0 is ref
   const cocod::checkpoint::FileReader file(bytes, "crafted");
   cocod::detail::LoadArchive a(file);
   a.begin("window");
-  CHECK_THROWS_WITH_AS(window.serialize(a), doctest::Contains("section 'window' field 'plan_period' and plan_batch_size are not a plan"),
+  window.serialize(a);
+}
+}  // namespace
+
+TEST_CASE("a checkpointed adaptive window whose pending plan has period 0 is refused; a valid one keeps its hiding steps") {
+  cocod::schedule::Window<cocod::schedule::Adaptive<>> window;
+  CHECK_THROWS_WITH_AS(load_window(window, 0, 0), doctest::Contains("section 'window' field 'plan_period' and plan_batch_size are not a plan"),
                        cocod::CheckpointError);
+  load_window(window, 3, 5);
+  cocod::schedule::Plan plan;
+  REQUIRE(window.take(plan));
+  CHECK(plan.period == 3);
+  CHECK(plan.batch_size == 4);
+  CHECK(plan.hiding_steps == 5);
 }

@@ -400,6 +400,25 @@ TEST_CASE("Overlap depth: every tau matches a plain recomputation, with outer, c
   }
 }
 
+TEST_CASE("OverlapDepth's tau: fixed steps capped at k; automatic: the measured hiding steps capped at k, k until measured") {
+  const cocod::OverlapDepth three{3}, whole{}, automatic{cocod::OverlapDepth::automatic};
+  CHECK(three.at(8) == 3);
+  CHECK(three.at(8, 5) == 3);  // a fixed depth ignores what was measured
+  CHECK(three.at(2) == 2);
+  CHECK(!three.whole(8));
+  CHECK(three.whole(3));
+  CHECK(whole.at(8, 2) == 8);
+  CHECK(whole.whole(1000000, 2));
+  CHECK(automatic.at(6, 2) == 2);
+  CHECK(automatic.at(2, 5) == 2);
+  CHECK(automatic.at(4, 0) == 4);  // not measured: the whole round
+  CHECK(automatic.whole(4, 0));
+  CHECK(!automatic.whole(6, 2));
+  CHECK(automatic.whole(3, 3));
+  CHECK(automatic.is_automatic());
+  CHECK(!whole.is_automatic());
+}
+
 TEST_CASE("Overlap depth under a schedule that re-plans: periods and automatic depths change between rounds, and "
           "every round matches a plain recomputation across whole and partial overlaps") {
   auto o = base(4, {1.0, 2.0, 1.5});
@@ -491,8 +510,8 @@ TEST_CASE("The family's settings are validated, naming the field; a setting an a
                        std::invalid_argument);
   cocod::CoCoDSGD<M, L> fixed{comm, {}, cocod::OverlapDepth{cocod::OverlapDepth::automatic}};
   CHECK_THROWS_WITH_AS(fixed.begin(model),
-                       "cocod::OverlapDepth: steps is automatic, which needs a schedule that measures (schedule::Adaptive) "
-                       "(got OverlapDepth::automatic)",
+                       "cocod::OverlapDepth: steps OverlapDepth::automatic needs a measuring schedule such as "
+                       "schedule::Adaptive (got a schedule that does not measure)",
                        std::invalid_argument);
 }
 

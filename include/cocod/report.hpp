@@ -22,8 +22,9 @@ struct RunInfo {
   double weight = 1.0;            ///< w_i = M_i / sum_j M_j
   double steps_per_epoch = 0.0;   ///< sum_i n_i / sum_i M_i
   std::size_t total_steps = 0;    ///< steps the run will take (0 when unbounded)
-  /// The fewest local steps whose compute hides one exchange, as a measuring schedule last
-  /// found (schedule::Plan::hiding_steps; 0 until measured).
+  /// The fewest local steps whose compute hides one exchange (schedule::Plan::hiding_steps; 0
+  /// until measured): in Trainer::info() and Operations::info() the plan in force, in
+  /// Report::info and on_begin() the first plan's.
   std::size_t hiding_steps = 0;
 };
 

@@ -90,8 +90,8 @@ class CoCoDSGD {
     const std::size_t n = x.size(), F = fragments_.count;
     if (F > n) invalid_setting("cocod::Fragments", "count", "must be at most the parameter count (" + std::to_string(n) + ")", F);
     if (depth_.is_automatic() && !Ops::measuring)
-      invalid_setting("cocod::OverlapDepth", "steps", "is automatic, which needs a schedule that measures (schedule::Adaptive)",
-                      "OverlapDepth::automatic");
+      invalid_setting("cocod::OverlapDepth", "steps", "OverlapDepth::automatic needs a measuring schedule such as schedule::Adaptive",
+                      "a schedule that does not measure");
     anchor_.resize(n);
     rotation_ = detail::Rotation{n, F};
     ops.prepare(send_, {.name = "send", .size = rotation_.capacity(), .compress = compress_, .model = n, .pieces = F});

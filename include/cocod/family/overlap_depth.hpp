@@ -12,10 +12,10 @@ namespace cocod {
 /// progress merged is tau steps stale, not k. Round time k c + max(0, m - tau c) for a step's
 /// compute c and an exchange's time m.
 ///
-/// | field | meaning                                                                       | default     |
-/// |-------|-------------------------------------------------------------------------------|-------------|
-/// | steps | tau; at least the period (whole_round): CoCoD-SGD's whole-round overlap;       | whole_round |
-/// |       | automatic: the measured smallest tau with tau c >= m (schedule::Adaptive)     |             |
+/// | field | meaning                                                                    | default     |
+/// |-------|----------------------------------------------------------------------------|-------------|
+/// | steps | tau; at least the period (whole_round): CoCoD-SGD's whole-round overlap;    | whole_round |
+/// |       | automatic: the measured smallest tau with tau c >= m (schedule::Adaptive)  |             |
 ///
 /// tau >= k is CoCoD-SGD bit for bit (with Outer, Compress and Fragments alike); tau = 0 waits
 /// for the exchange at the round's end, which without fragments is Local-SGD (with Outer:
@@ -35,6 +35,7 @@ struct OverlapDepth {
   /// Every value is valid (steps beyond the period overlap the whole round); automatic needs a
   /// measuring schedule, which the algorithm checks.
   void validate() const noexcept {}
+  /// True when tau is measured (steps == automatic).
   [[nodiscard]] bool is_automatic() const noexcept { return steps == automatic; }
   /// tau for a round of k steps, where `hiding` steps hide one exchange as measured (0: not yet).
   [[nodiscard]] std::size_t at(std::size_t k, std::size_t hiding = 0) const noexcept {

@@ -50,7 +50,9 @@ template <class Weight>
 ///   plus `margin` standard deviations between the window's rounds: a round whose all-reduce runs
 ///   long then still ends on compute, off the knee of max(k c, m).
 /// - Plan::hiding_steps: that same smallest k, measured whether or not auto_period chooses the
-///   period (what OverlapDepth::automatic overlaps).
+///   period (what OverlapDepth::automatic overlaps), at most max_period or a longer fixed period.
+///
+/// max_period caps the period only where auto_period chooses it; a fixed Options::period stands.
 ///
 /// Runs with this schedule depend on measured times, so they are not bitwise reproducible.
 /// A Rounds{n} stop counts rounds of the initial period.
@@ -79,7 +81,7 @@ struct Adaptive {
 
   [[nodiscard]] Plan plan(const Options& o, int rank, int workers) const {
     Plan p = Fixed<LearningRate>{lr}.plan(o, rank, workers);
-    p.period = std::min(p.period, max_period);
+    if (auto_period) p.period = std::min(p.period, max_period);  // a period the user fixes stands
     return p;
   }
 
@@ -118,8 +120,10 @@ struct Adaptive {
       if (m.seconds_per_collective[j] > 0.0) all_reduce = std::min(all_reduce, m.seconds_per_collective[j]);
     }
     if (std::isfinite(all_reduce)) {  // no all-reduce measured: keep the plan's
+      // capped where no period this schedule runs could use more: max_period, or a longer fixed period
+      const std::size_t cap = auto_period ? max_period : std::max(max_period, current.period);
       const double k = std::ceil(all_reduce / step);
-      p.hiding_steps = k < 1.0 ? 1 : k >= static_cast<double>(max_period) ? max_period : static_cast<std::size_t>(k);
+      p.hiding_steps = k < 1.0 ? 1 : k >= static_cast<double>(cap) ? cap : static_cast<std::size_t>(k);
       if (auto_period) p.period = p.hiding_steps;
     }
     return p;

@@ -15,7 +15,8 @@ struct Plan {
   std::size_t period = 1;      ///< k, local steps per round
   std::size_t batch_size = 1;  ///< M_i, this worker's mini-batch size
   /// The fewest local steps whose compute hides one exchange (the smallest tau with tau c >= m),
-  /// from a measuring schedule's latest measurements; 0 until measured (and under Fixed).
+  /// from a measuring schedule's latest measurements; 0 until measured (and under Fixed, or a
+  /// measuring schedule that does not set it: OverlapDepth::automatic then overlaps whole rounds).
   std::size_t hiding_steps = 0;
 };
 

@@ -35,7 +35,6 @@ class Loop {
   /// `reserve`: the most samples a re-plan may give one batch.
   void start(const RunInfo& info, const schedule::Plan& plan, std::size_t samples, std::uint64_t seed, std::size_t reserve) {
     info_ = info;
-    info_.hiding_steps = plan.hiding_steps;
     plan_ = plan;
     samples_ = samples;
     sampler_ = BatchSampler(samples, seed, info.rank);

@@ -70,7 +70,7 @@ class Run {
     comm.broadcast(x, 0);
     const RunInfo info{name, comm.rank(), comm.size(), x.size(), plan.period, plan.batch_size, agreed.total_batch,
                        static_cast<double>(plan.batch_size) / static_cast<double>(agreed.total_batch),
-                       agreed.total_samples / static_cast<double>(agreed.total_batch), 0};
+                       agreed.total_samples / static_cast<double>(agreed.total_batch), 0, plan.hiding_steps};
     const auto workers = static_cast<std::size_t>(info.workers);
     loop_.start(info, plan, samples, options_.seed, measuring ? info.total_batch : plan.batch_size);
     window_.start(info.workers);
