@@ -7,8 +7,10 @@ The same as the cocod example: 784-256-128-10 with ReLU, softmax cross-entropy. 
 He-uniform initial weights from cocod::Rng(seed) in Eigen's column-major order, the same
 standardized inputs and the same IID shards. Each worker draws the same batches: cocod's
 BatchSampler with the same shuffles. The optimizer is the same too: lr with cosine decay over the
-run, momentum 0.9, batch 64 per worker. Every half epoch rank 0's parameters are copied and
-evaluated after the run, off the clock. The last point is the final model.
+run, momentum 0.9, batch 64 per worker. Every half epoch (PostLocalSGD: at the first round end
+after it, where the averager has just averaged, so that the point is the consensus) rank 0's
+parameters are copied and evaluated after the run, off the clock. The last point is the final
+model.
 
   torch_mlp.py --algo ddp|postlocal --workers N [--period K] [--epochs E] [--curve FILE]
                [--model eigen-mlp|mlp|cnn --init FILE] [--name NAME] [--bucket-cap-mb MB]
@@ -240,6 +242,11 @@ def worker(rank, args, port):
     loss_fn = torch.nn.CrossEntropyLoss()
     snapshots = []
     every = max(1, round(steps_per_epoch * args.curve_every))
+    # A curve point is the consensus: every step under DDP; under PostLocalSGD the first step at
+    # or after each `every` at which the averager averaged. PeriodicModelAverager (warmup 0)
+    # averages after loop steps 0, k, 2k, ... (its own count starts at 0 and averages when it is
+    # a multiple of the period), so there every worker holds the same model.
+    next_point = every
     dist.barrier()
     start = time.perf_counter()
     for step in range(total):
@@ -249,9 +256,12 @@ def worker(rank, args, port):
         loss.backward()
         opt.step()
         sched.step()
-        if rank == 0 and (step + 1) % every == 0 and step + 1 < total:
-            snapshots.append((time.perf_counter() - start, (step + 1) / steps_per_epoch,
-                              [p.detach().clone() for p in model.parameters()]))
+        averaged = args.algo == "ddp" or step % args.period == 0
+        if step + 1 >= next_point and averaged and step + 1 < total:
+            next_point += every * ((step + 1 - next_point) // every + 1)
+            if rank == 0:
+                snapshots.append((time.perf_counter() - start, (step + 1) / steps_per_epoch,
+                                  [p.detach().clone() for p in model.parameters()]))
     if args.algo == "ddp" and rank == 0:  # how DDP split the gradients into all-reduces
         data = net._get_ddp_logging_data()  # the buckets as rebuilt after the first step
         sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes", "?")
