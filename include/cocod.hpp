@@ -29,6 +29,7 @@
 #include "cocod/family/overlap_depth.hpp"
 #include "cocod/family/pull_back.hpp"
 #include "cocod/family/merge.hpp"
+#include "cocod/family/delay.hpp"
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/local.hpp"
@@ -51,3 +52,4 @@
 #include "cocod/algorithm/local_sgd.hpp"
 #include "cocod/algorithm/pipe_sgd.hpp"
 #include "cocod/algorithm/overlap_local_sgd.hpp"
+#include "cocod/algorithm/delayed_diloco.hpp"

@@ -30,6 +30,7 @@ struct Setup {
   cocod::Fragments fragments{};
   cocod::PullBack pull{};
   cocod::OverlapDepth depth{};
+  cocod::Delay delay{};
 };
 
 template <class S, class Tuple>
@@ -45,7 +46,7 @@ auto family_of(const Setup& s) {
     if constexpr (takes<decltype(v), S>::value) return std::tuple<decltype(v)>(v);
     else return std::tuple<>();
   };
-  return std::tuple_cat(one(s.outer), one(s.compress), one(s.fragments), one(s.pull), one(s.depth));
+  return std::tuple_cat(one(s.outer), one(s.compress), one(s.fragments), one(s.pull), one(s.depth), one(s.delay));
 }
 
 /// Algorithm A on `comm` with the settings of `s` it takes (its Update: s.sgd when it is

@@ -212,6 +212,18 @@ TEST_CASE("the family's state resumes bit for bit: outer momentum, residuals, fr
   check_bitwise_resume<cocod::OverlapLocalSGD>("overlap-plain");
 }
 
+TEST_CASE("DiLoCo with delayed outer gradients resumes bit for bit: eager and delayed, with int8 and fragments") {
+  auto o = options;
+  check_bitwise_resume<cocod::DelayedDiLoCo>("delayed-eager", o);
+  o.delay.start = cocod::OuterStart::delayed;
+  check_bitwise_resume<cocod::DelayedDiLoCo>("delayed-naive", o);
+  o.delay.start = cocod::OuterStart::eager;
+  o.outer = cocod::Outer::slowmo();
+  o.compress = {cocod::Compression::int8, 4};
+  o.fragments.count = 4;  // of unequal sizes: the fragment saved is the one the next round posts
+  check_bitwise_resume<cocod::DelayedDiLoCo>("delayed-eager-family", o);
+}
+
 TEST_CASE("CoCoD-SGD with an overlap depth resumes bit for bit: its snapshot is retaken after step k - tau") {
   auto o = options;
   o.depth.steps = 1;

@@ -103,7 +103,7 @@ struct Simulation {
     return out;
   }
 
-  std::vector<Models> run(std::size_t rounds) {
+  void setup() {
     N = static_cast<std::size_t>(n);
     double total = 0;
     for (int i = 0; i < n; ++i) total += o.options.speeds[static_cast<std::size_t>(i)];
@@ -120,7 +120,10 @@ struct Simulation {
     for (std::size_t i = 1; i < N; ++i) models[i].x = models[0].x;
     residual.assign(N, Vec(d, T(0)));
     owner_residual.assign(N * o.fragments.count, Vec{});
+  }
 
+  std::vector<Models> run(std::size_t rounds) {
+    setup();
     const std::size_t F = o.fragments.count;
     auto fbegin = [&](std::size_t f) { return f * d / F; };
     auto fsize = [&](std::size_t f) { return (f + 1) * d / F - f * d / F; };
@@ -237,6 +240,108 @@ struct Simulation {
     }
     return history;
   }
+
+  /// DiLoCo with delayed outer gradients: each round's progress, posted at the next round's
+  /// start, lands at that round's end on the shared outer model; eager or delayed starts.
+  std::vector<Models> run_delayed(std::size_t rounds) {
+    setup();
+    const std::size_t F = o.fragments.count;
+    const bool eager = o.delay.start == cocod::OuterStart::eager;
+    const cocod::Outer outer = o.outer.value_or(cocod::Outer::diloco());
+    const T eta = static_cast<T>(outer.learning_rate), beta = static_cast<T>(outer.momentum);
+    auto move = [&](T& z, T& b, T delta, bool first) {  // z = outer(z, delta)
+      if (beta == T(0)) {
+        z = z - eta * delta;
+        return;
+      }
+      b = first ? delta : beta * b + delta;
+      z = z - eta * (outer.nesterov ? delta + beta * b : b);
+    };
+    auto fbegin = [&](std::size_t f) { return f * d / F; };
+    auto fsize = [&](std::size_t f) { return (f + 1) * d / F - f * d / F; };
+    Vec z = models[0].x, b(d, T(0));
+    Models start(N, z), own_b(N, Vec(d, T(0))), others(N, Vec(d, T(0))), send(N);
+    std::vector<bool> stepped(F, false), own_stepped(F, false);
+    std::size_t f = 0;
+    bool pending = false, in_flight = false;
+    Vec pbar;
+    auto exchange_pending = [&] {
+      pbar = exchange(send, Vec(fsize(f), T(0)), fbegin(f), f);
+      pending = false;
+      in_flight = true;
+    };
+    auto land = [&] {  // z, b = outer(z, b, -Pbar); eager: o += Pbar
+      const std::size_t lo = fbegin(f);
+      for (std::size_t j = 0; j < fsize(f); ++j) {
+        move(z[lo + j], b[lo + j], -pbar[j], !stepped[f]);
+        if (eager)
+          for (std::size_t i = 0; i < N; ++i) others[i][lo + j] = others[i][lo + j] + pbar[j];
+      }
+      stepped[f] = true;
+      in_flight = false;
+    };
+    std::vector<Models> history;
+    Vec g(d);
+    for (std::size_t round = 0; round < rounds; ++round) {
+      for (std::size_t step = 0; step < o.options.period; ++step) {
+        if (step == 0 && pending) exchange_pending();
+        for (std::size_t i = 0; i < N; ++i) {
+          std::vector<std::size_t> batch(M[i]);
+          samplers[i].next(batch);
+          models[i].loss_and_gradient(batch, g);
+          sgd[i].apply(models[i].x, g, static_cast<T>(o.options.learning_rate));
+        }
+      }
+      if (in_flight) {
+        land();
+        f = (f + 1) % F;
+      }
+      const std::size_t lo = fbegin(f);
+      for (std::size_t i = 0; i < N; ++i) {  // fragment f's progress, and its restart
+        send[i].assign(fsize(f), T(0));
+        for (std::size_t j = 0; j < fsize(f); ++j) {
+          T& x = models[i].x[lo + j];
+          T& s = start[i][lo + j];
+          const T sent = w[i] * (x - s);
+          send[i][j] = sent;
+          if (eager) {
+            move(s, own_b[i][lo + j], -(others[i][lo + j] + sent), !own_stepped[f]);
+            others[i][lo + j] = -sent;
+          } else {
+            s = z[lo + j];
+          }
+          x = s;
+        }
+      }
+      if (eager) own_stepped[f] = true;
+      pending = true;
+      Models now(N);
+      for (std::size_t i = 0; i < N; ++i) now[i] = models[i].x;
+      history.push_back(now);
+    }
+    Vec c = z;
+    if (eager) {  // finish: the average of the models
+      for (std::size_t j = 0; j < d; ++j) {
+        T acc = w[0] * models[0].x[j];
+        for (std::size_t i = 1; i < N; ++i) acc = acc + w[i] * models[i].x[j];
+        c[j] = acc;
+      }
+      history.push_back(Models(N, c));
+      return history;
+    }
+    exchange_pending();  // finish: the last round's progress lands
+    land();
+    c = z;
+    if (F > 1) {  // and the exact average of the progress no post carried
+      for (std::size_t j = 0; j < d; ++j) {
+        T acc = w[0] * (models[0].x[j] - start[0][j]);
+        for (std::size_t i = 1; i < N; ++i) acc = acc + w[i] * (models[i].x[j] - start[i][j]);
+        c[j] = z[j] + acc;
+      }
+    }
+    history.push_back(Models(N, c));
+    return history;
+  }
 };
 
 /// The library's workers under comm::Threads: each worker's model after every round and, last,
@@ -315,6 +420,70 @@ TEST_CASE("CoCoD-SGD with an outer optimizer matches a plain recomputation") {
   o.outer = cocod::Outer{0.8, 0.5, false};
   o.options.speeds = {1.0, 3.0};
   compare(simulate(Algo::cocod, 2, o, 5), run_library<cocod::Optimizer>(2, o, 5));
+}
+
+TEST_CASE("DiLoCo with delayed outer gradients matches a plain recomputation: eager and delayed, with outer, int8, fragments") {
+  for (const auto start : {cocod::OuterStart::eager, cocod::OuterStart::delayed}) {
+    const std::string name = cocod::to_string(start);
+    CAPTURE(name);
+    auto o = base(3, {1.0, 2.0, 1.5});
+    o.delay.start = start;
+    auto check = [&](int n, const cocod_test::Setup& s, std::size_t rounds) {
+      Simulation sim;
+      sim.n = n;
+      sim.o = s;
+      compare(sim.run_delayed(rounds), run_library<cocod::DelayedDiLoCo>(n, s, rounds));
+    };
+    SUBCASE("DiLoCo's outer step (the default), 3 workers of unequal batches") { check(3, o, 6); }
+    SUBCASE("SlowMo's outer step, 2 workers") {
+      o.outer = cocod::Outer::slowmo();
+      o.options.speeds = {1.0, 3.0};
+      check(2, o, 5);
+    }
+    SUBCASE("outer lr 0.8 without momentum, 4 workers") {
+      o.outer = cocod::Outer{0.8, 0.0, false};
+      o.options.speeds = {1.0, 1.0, 2.0, 1.0};
+      check(4, o, 5);
+    }
+    SUBCASE("int8, block 4") {
+      o.compress = {cocod::Compression::int8, 4};
+      check(3, o, 6);
+    }
+    SUBCASE("three fragments, and four of unequal size with int8") {
+      o.fragments.count = 3;
+      check(3, o, 7);
+      o.fragments.count = 4;
+      o.compress = {cocod::Compression::int8, 4};
+      o.options.speeds = {1.0, 2.0};
+      check(2, o, 9);
+    }
+  }
+}
+
+TEST_CASE("With one worker, delayed DiLoCo's eager start is Local-SGD with the outer step bit for bit, at every round") {
+  for (const cocod::Outer outer : {cocod::Outer::diloco(), cocod::Outer::slowmo(), cocod::Outer{0.5, 0.0, false}}) {
+    CAPTURE(outer.momentum);
+    auto o = base(3, {1.0});
+    o.outer = outer;
+    compare(run_library<cocod::LocalSGD>(1, o, 6), run_library<cocod::DelayedDiLoCo>(1, o, 6));
+    o.delay.start = cocod::OuterStart::delayed;  // the naive delay is not: round 0's progress waits a round
+    CHECK(run_library<cocod::LocalSGD>(1, o, 6)[0] != run_library<cocod::DelayedDiLoCo>(1, o, 6)[0]);
+  }
+}
+
+TEST_CASE("Delayed DiLoCo's eager start uses the worker's fresh progress: after one round it differs from the delayed start, "
+          "whose workers all restart from the shared model") {
+  auto o = base(3, {1.0, 2.0});
+  o.delay.start = cocod::OuterStart::delayed;
+  const auto naive = run_library<cocod::DelayedDiLoCo>(2, o, 3);
+  o.delay.start = cocod::OuterStart::eager;
+  const auto eager = run_library<cocod::DelayedDiLoCo>(2, o, 3);
+  const Vec x0 = make(0).x;
+  CHECK(naive[0][0] == x0);  // round 0's progress is in flight: the delayed start waits a round for it
+  CHECK(naive[0][1] == x0);
+  CHECK(eager[0][0] != x0);  // the eager start steps on w_i P_i(0) at once
+  CHECK(eager[0][0] != eager[0][1]);
+  CHECK(naive[1][0] == naive[1][1]);  // the shared outer model, the same bits on every worker
 }
 
 TEST_CASE("Overlap-Local-SGD matches a plain recomputation") {
@@ -490,6 +659,19 @@ TEST_CASE("The family's settings are validated, naming the field; a setting an a
   static_assert(!std::is_constructible_v<cocod::LocalSGD<M, L>, L, cocod::Options, cocod::Fragments>);
   static_assert(!std::is_constructible_v<cocod::OverlapLocalSGD<M, L>, L, cocod::Options, cocod::Outer>);
   static_assert(!std::is_constructible_v<cocod::CoCoDSGD<M, L>, L, cocod::Options, cocod::PullBack>);
+  static_assert(std::is_constructible_v<cocod::DelayedDiLoCo<M, L>, L, cocod::Options, cocod::Delay, cocod::Outer, cocod::Compress,
+                                        cocod::Fragments>);
+  static_assert(!std::is_constructible_v<cocod::DelayedDiLoCo<M, L>, L, cocod::Options, cocod::OverlapDepth>);
+  static_assert(!std::is_constructible_v<cocod::DelayedDiLoCo<M, L>, L, cocod::Options, cocod::PullBack>);
+  static_assert(!std::is_constructible_v<cocod::CoCoDSGD<M, L>, L, cocod::Options, cocod::Delay>);
+  CHECK_THROWS_WITH_AS((cocod::DelayedDiLoCo<M, L>{comm, {}, cocod::Fragments{.count = 2, .merge = cocod::FragmentMerge::lerp}}),
+                       "cocod::Fragments: merge does not apply to DiLoCo with delayed outer gradients, whose fragments restart "
+                       "from the outer model (got lerp)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::DelayedDiLoCo<M, L>{comm, {}, cocod::Delay{static_cast<cocod::OuterStart>(7)}}),
+                       "cocod::Delay: start must be OuterStart::eager or OuterStart::delayed (got 7)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((cocod::DelayedDiLoCo<M, L>{comm, {}, cocod::Outer{0.7, 1.0, true}}),
+                       "cocod::Outer: momentum must be in [0, 1) (got 1)", std::invalid_argument);
   CHECK_THROWS_WITH_AS((cocod::CoCoDSGD<M, L>{comm, {}, cocod::Outer{0.0}}),
                        "cocod::Outer: learning_rate must be a finite number > 0 (got 0)", std::invalid_argument);
   CHECK_THROWS_WITH_AS((cocod::LocalSGD<M, L>{comm, {}, cocod::Outer{1.0, 0.0, true}}),
@@ -507,6 +689,9 @@ TEST_CASE("The family's settings are validated, naming the field; a setting an a
   Model model = make(0, 3);
   cocod::CoCoDSGD<M, L> opt{comm, {}, cocod::Fragments{.count = 4}};
   CHECK_THROWS_WITH_AS(opt.begin(model), "cocod::Fragments: count must be at most the parameter count (3) (got 4)",
+                       std::invalid_argument);
+  cocod::DelayedDiLoCo<M, L> delayed{comm, {}, cocod::Fragments{.count = 4}};
+  CHECK_THROWS_WITH_AS(delayed.begin(model), "cocod::Fragments: count must be at most the parameter count (3) (got 4)",
                        std::invalid_argument);
   cocod::CoCoDSGD<M, L> fixed{comm, {}, cocod::OverlapDepth{cocod::OverlapDepth::automatic}};
   CHECK_THROWS_WITH_AS(fixed.begin(model),

@@ -115,6 +115,20 @@ TEST_CASE("CoCoD-SGD's overlap depth over MPI equals comm::Threads bit for bit (
   check<cocod::Optimizer>("cocod, automatic depth", o, schedule);
 }
 
+TEST_CASE("DiLoCo with delayed outer gradients over MPI equals comm::Threads bit for bit (the run ends inside a round)") {
+  for (const auto start : {cocod::OuterStart::eager, cocod::OuterStart::delayed}) {
+    CAPTURE(static_cast<int>(start));
+    auto o = base();
+    o.delay.start = start;
+    check<cocod::DelayedDiLoCo>("delayed diloco", o);
+    o.compress.format = cocod::Compression::int8;
+    o.fragments.count = 3;
+    check<cocod::DelayedDiLoCo>("delayed diloco + int8 + 3 fragments", o);
+    const cocod_test::Scripted schedule{{{3, 0}, {4, 1}, {2, 2}, {3, 2}}};  // a period that changes every round
+    check<cocod::DelayedDiLoCo>("delayed diloco + int8 + 3 fragments, re-planned periods", o, schedule);
+  }
+}
+
 int main(int argc, char** argv) {
   Mpi comm(argc, argv);
   world = &comm;

@@ -137,6 +137,38 @@ TEST_CASE("non-finite values: CoCoD-SGD with an overlap depth") {
   o.fragments.count = 2;
   check<cocod::Optimizer>("cocod + outer + int8 + 2 fragments, depth 2", o);
 }
+TEST_CASE("non-finite values: DiLoCo with delayed outer gradients, eager and delayed") {
+  auto o = ::base;
+  check<cocod::DelayedDiLoCo>("delayed diloco, eager", o);
+  o.delay.start = cocod::OuterStart::delayed;
+  check<cocod::DelayedDiLoCo>("delayed diloco, delayed", o);
+  o.delay.start = cocod::OuterStart::eager;
+  o.compress.format = cocod::Compression::int8;
+  o.fragments.count = 2;
+  check<cocod::DelayedDiLoCo>("delayed diloco, eager + int8 + 2 fragments", o);
+}
+TEST_CASE("delayed DiLoCo's eager start: a worker that found a NaN loss restarts from the shared model at the round's end, "
+          "not from its own outer step on the NaN") {
+  auto o = ::base;
+  o.options.non_finite = cocod::NonFinite::skip;
+  std::vector<int> finite_rounds(3, 0);
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+    Flaky model(40, 5, 60 + static_cast<std::uint64_t>(comm.rank()));
+    model.rank = comm.rank();
+    model.bad_rank = 2;
+    model.nan_from = 9;
+    model.nan_to = 10;
+    auto opt = cocod_test::make<cocod::DelayedDiLoCo<Flaky, cocod::comm::Threads>>(comm, o);
+    opt.begin(model);
+    for (std::size_t step = 0; step < 24; ++step) {
+      opt.step(model, opt.next_batch());
+      if (opt.round_ended() && finite(model.x)) ++finite_rounds[static_cast<std::size_t>(comm.rank())];
+    }
+    opt.finish(model);
+    CHECK(finite(model.x));
+  });
+  CHECK(finite_rounds == std::vector<int>{6, 6, 6});  // every round's end, the NaN's (round 2) included
+}
 TEST_CASE("non-finite values: S-SGD") { check<cocod::SyncSGD>("ssgd"); }
 TEST_CASE("non-finite values: Local-SGD") { check<cocod::LocalSGD>("local"); }
 TEST_CASE("non-finite values: Pipe-SGD") { check<cocod::PipeSGD>("pipe"); }

@@ -50,6 +50,9 @@ class Operations {
   /// True when the run's schedule measures compute and exchange times (schedule::Adaptive), so
   /// that info().hiding_steps is measured.
   static constexpr bool measuring = Run::measuring;
+  /// True when this worker found a non-finite loss that no reduction has reported yet: its next
+  /// contribution will be withheld (false when Options::non_finite is off).
+  [[nodiscard]] bool found_non_finite() const noexcept { return run_.guard().found(); }
   /// Facts about the run (rank, workers, period, ...).
   [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
   /// The steps taken in the current round before this one (0 in a round's first step).
