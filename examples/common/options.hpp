@@ -57,6 +57,7 @@ struct Args {
   double fragment_alpha = 0.5;
   double pull_alpha = 0.2;           // overlap-local's pull towards the anchor
   double anchor_momentum = 0.0;      // overlap-local's anchor momentum
+  std::string merge = "eager";       // diloco-delayed: eager or delayed starts
 };
 
 /// The communicators this build offers (--comm).
@@ -183,10 +184,11 @@ class Cli {
 inline void Cli::add_algorithms() {
   const char* g = "Algorithms";
   app_.add_option("--algo", text_.algo,
-                  "algorithms to run, comma-separated: cocod, ssgd, local, pipe, overlap-local\n"
-                  "or all (the first four); a key may add +outer, +bf16|fp16|int8, +fN, +lerp,\n"
-                  "+dTAU or +dauto (cocod+outer+int8+f4: the outer step, int8 deviations,\n"
-                  "4 fragments; cocod+d2: overlap depth 2)")
+                  "algorithms to run, comma-separated: cocod, ssgd, local, pipe, overlap-local,\n"
+                  "diloco-delayed or all (the first four); a key may add +outer,\n"
+                  "+bf16|fp16|int8, +fN, +lerp, +dTAU, +dauto, +eager or +delayed\n"
+                  "(cocod+outer+int8+f4: the outer step, int8 deviations, 4 fragments;\n"
+                  "cocod+d2: overlap depth 2; diloco-delayed+delayed: the naive delay)")
       ->type_name("LIST")->capture_default_str()->check(algorithm_list())->group(g);
   app_.add_option("--period", text_.period,
                   "local steps per round, or 'auto': the smallest k with k*compute >= one\n"
@@ -299,6 +301,13 @@ inline void Cli::add_family() {
       ->type_name("A")->capture_default_str()->check(cli::real(0, 1, true, false))->group(g);
   app_.add_option("--anchor-momentum", a_.anchor_momentum, "overlap-local: the anchor momentum, in [0, 1)")
       ->type_name("MU")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
+  app_.add_option("--merge", a_.merge,
+                  "diloco-delayed: each round's progress lands a round late on the outer\n"
+                  "model; eager: each worker starts from its own outer step on its fresh\n"
+                  "progress and the others' latest; delayed: from the outer model (the\n"
+                  "naive delay); its outer step takes --outer-lr and --outer-momentum,\n"
+                  "Nesterov unless --outer sgd (DiLoCo's by default)")
+      ->type_name("M")->capture_default_str()->check(cli::one_of({"eager", "delayed"}))->group(g);
 }
 
 inline void Cli::add_output() {

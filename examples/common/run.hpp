@@ -33,7 +33,7 @@ inline std::string display_name(const std::string& key) {
   const Variant v = Variant::parse(key);
   const std::string& b = v.base;
   const std::string name = b == "cocod" ? "CoCoD-SGD" : b == "ssgd" ? "S-SGD" : b == "local" ? "Local-SGD"
-                           : b == "overlap-local" ? "Overlap-Local-SGD" : "Pipe-SGD";
+                           : b == "overlap-local" ? "Overlap-Local-SGD" : b == "diloco-delayed" ? "Delayed-DiLoCo" : "Pipe-SGD";
   const auto plus = key.find('+');
   return plus == std::string::npos ? name : name + key.substr(plus);
 }
@@ -80,6 +80,7 @@ struct Settings {
   cocod::Fragments fragments;
   cocod::OverlapDepth depth;
   cocod::PullBack pull;
+  cocod::Delay delay;
 };
 
 /// The settings of algorithm `key`: the command line's, with the family's flags where the
@@ -93,7 +94,7 @@ inline Settings settings_for(const std::string& key, const Args& args) {
                                                         : cocod::NonFinite::raise};
   s.sgd.momentum = args.momentum;
   const Variant v = Variant::parse(key);
-  if (v.takes_outer() && (v.outer || args.outer != "none"))
+  if ((v.takes_outer() && (v.outer || args.outer != "none")) || v.base == "diloco-delayed")
     s.outer = cocod::Outer{args.outer_lr, args.outer_momentum, args.outer != "sgd" && args.outer_momentum > 0.0};
   if (v.takes_compress())
     s.compress = {v.compress != cocod::Compression::none ? v.compress : cocod::compress::parse(args.compress), args.compress_block};
@@ -103,6 +104,10 @@ inline Settings settings_for(const std::string& key, const Args& args) {
                                                                                            : cocod::FragmentMerge::add_back;
     s.fragments.alpha = args.fragment_alpha;
     s.depth.steps = v.depth.value_or(args.overlap_depth);
+  }
+  if (v.base == "diloco-delayed") {  // its fragments restart from the outer model: no lerp
+    s.fragments.merge = cocod::FragmentMerge::add_back;
+    s.delay.start = v.start.value_or(args.merge == "delayed" ? cocod::OuterStart::delayed : cocod::OuterStart::eager);
   }
   s.pull = {.alpha = args.pull_alpha, .anchor_momentum = args.anchor_momentum};
   return s;
@@ -174,6 +179,8 @@ void with_optimizer(const std::string& key, Comm comm, const Settings& s, const 
   else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
   else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress});
   else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.pull, s.compress});
+  else if (b == "diloco-delayed")
+    go(cocod::DelayedDiLoCo<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress, s.fragments, s.delay});
   else go(cocod::PipeSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
 }
 

@@ -23,7 +23,7 @@ inline double predicted_round(const std::string& key, std::size_t k, double C, d
   if (b == "local") return C + m;
   if (b == "pipe") return static_cast<double>(k) * std::max(c, m);
   if (b == "cocod" && tau < k) return C + std::max(0.0, m - static_cast<double>(tau) * c);  // tau steps hide m
-  return std::max(C, m);  // CoCoD-SGD and Overlap-Local-SGD overlap one round
+  return std::max(C, m);  // CoCoD-SGD, Overlap-Local-SGD and Delayed-DiLoCo overlap one round
 }
 /// The link's cost of what a round of this row sent: 2 (N - 1) latencies (a ring all-reduce's
 /// steps, or a compressed exchange's two collectives) and its bytes per worker at the bandwidth.

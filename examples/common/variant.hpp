@@ -15,7 +15,7 @@ namespace example {
 
 /// The algorithms --algo knows, and what "all" stands for.
 inline const std::vector<std::string>& algorithm_keys() {
-  static const std::vector<std::string> keys{"cocod", "ssgd", "local", "pipe", "overlap-local"};
+  static const std::vector<std::string> keys{"cocod", "ssgd", "local", "pipe", "overlap-local", "diloco-delayed"};
   return keys;
 }
 inline const std::vector<std::string>& all_keys() {
@@ -25,13 +25,15 @@ inline const std::vector<std::string>& all_keys() {
 
 /// A key split into its algorithm and its modifiers: outer (the outer optimizer of --outer,
 /// Nesterov unless --outer sgd), bf16 / fp16 / int8 (compression), fN (N fragments), lerp,
-/// dTAU (overlap depth TAU), dauto (the measured overlap depth).
+/// dTAU (overlap depth TAU), dauto (the measured overlap depth), eager / delayed (how
+/// diloco-delayed starts each round).
 struct Variant {
   std::string base;
   bool outer = false, lerp = false;
   cocod::Compression compress = cocod::Compression::none;
   std::size_t fragments = 0;  // 0: as --fragments says
   std::optional<std::size_t> depth;  // none: as --overlap-depth says
+  std::optional<cocod::OuterStart> start;  // none: as --merge says
 
   /// The variant of `key`; `error` gets why a key is not one (and the result is then empty).
   static Variant parse(const std::string& key, std::string* error = nullptr) {
@@ -55,20 +57,25 @@ struct Variant {
       else if (m.size() > 1 && m[0] == 'f' && cli::parse_whole(m.substr(1), 1, 1u << 20, f)) v.fragments = f;
       else if (m.size() > 1 && m[0] == 'd' && cli::parse_whole(m.substr(1), 0, 1000000, f)) v.depth = f;
       else if (m == "dauto") v.depth = cocod::OverlapDepth::automatic;
-      else return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp, dTAU, dauto)");
+      else if (m == "eager") v.start = cocod::OuterStart::eager;
+      else if (m == "delayed") v.start = cocod::OuterStart::delayed;
+      else
+        return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp, dTAU, dauto, eager, delayed)");
       at = next;
     }
     if (v.outer && v.base != "cocod" && v.base != "local") return fail("'" + key + "': outer applies to cocod and local");
     if (v.compress != cocod::Compression::none && (v.base == "ssgd" || v.base == "pipe"))
       return fail("'" + key + "': compression applies to cocod, local and overlap-local");
-    if ((v.fragments > 0 || v.lerp) && v.base != "cocod") return fail("'" + key + "': fragments apply to cocod only");
+    if (v.fragments > 0 && !v.takes_fragments()) return fail("'" + key + "': fragments apply to cocod and diloco-delayed");
+    if (v.lerp && v.base != "cocod") return fail("'" + key + "': lerp applies to cocod only");
+    if (v.start && v.base != "diloco-delayed") return fail("'" + key + "': eager and delayed apply to diloco-delayed only");
     if (v.depth && v.base != "cocod") return fail("'" + key + "': an overlap depth applies to cocod only");
     if (v.lerp && v.fragments < 2) return fail("'" + key + "': lerp merges fragments: add +fN with N > 1");
     return v;
   }
   [[nodiscard]] bool takes_outer() const { return base == "cocod" || base == "local"; }
   [[nodiscard]] bool takes_compress() const { return base != "ssgd" && base != "pipe"; }
-  [[nodiscard]] bool takes_fragments() const { return base == "cocod"; }
+  [[nodiscard]] bool takes_fragments() const { return base == "cocod" || base == "diloco-delayed"; }
 };
 
 /// --algo's check: a comma-separated list of keys with modifiers, or "all".
