@@ -77,14 +77,19 @@ class Guard {
     }
   }
   /// Reads its slots after a reduction that this worker contributed to (`own`: it withheld its own).
+  // The step a slot says, 1 + the step as written (0 for a value no step can have).
+  template <class T>
+  static std::size_t step_of(T v) noexcept {
+    return v >= T(1) && v <= T(step_mask) + T(1) ? static_cast<std::size_t>(v) - 1 : 0;
+  }
   template <class T>
   void read(std::span<const T> g, bool own) noexcept {
     withheld_.clear();
     kept_weight_ = 1.0;
     own_ = own;
     if (g.empty()) return;
-    for (std::size_t j = 0; j < workers_; ++j)
-      if (g[j] > T(0)) withheld_.push_back({j, static_cast<int>(g[j]), static_cast<std::size_t>(g[workers_ + j]) - 1});
+    for (std::size_t j = 0; j < workers_; ++j)  // (a slot restored from a corrupt checkpoint may hold any value: no cast overflows)
+      if (g[j] > T(0)) withheld_.push_back({j, g[j] == T(2) ? 2 : 1, step_of(g[workers_ + j])});
     // Skips count as "in a row" until two clean reductions in a row: under CoCoD-SGD a
     // worker's NaN surfaces one round after the reduction that follows its replacement.
     if (withheld_.empty()) {
