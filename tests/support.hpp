@@ -13,6 +13,7 @@
 #include "cocod/algorithm/trainer.hpp"
 #include "cocod/data/sampler.hpp"
 #include "cocod/family/compress.hpp"
+#include "cocod/family/delay.hpp"
 #include "cocod/family/fragments.hpp"
 #include "cocod/family/outer.hpp"
 #include "cocod/family/pull_back.hpp"

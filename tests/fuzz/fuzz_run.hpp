@@ -5,6 +5,7 @@
 // The algorithms' headers, not <cocod.hpp>: it brings comm::Threads, whose code clang 14
 // (the libFuzzer toolchain of Debian 12) cannot compile, and no target needs it.
 #include <cocod/algorithm/cocod_sgd.hpp>
+#include <cocod/algorithm/delayed_diloco.hpp>
 #include <cocod/algorithm/local_sgd.hpp>
 #include <cocod/algorithm/pipe_sgd.hpp>
 #include <cocod/algorithm/sync_sgd.hpp>
@@ -48,6 +49,8 @@ void with_algorithm(std::string_view name, bool adaptive, F&& f) {
     f.template operator()<cocod::LocalSGD<Model, Comm>>();
   else if (name == cocod::PipeSGD<Model, Comm>::name)
     f.template operator()<cocod::PipeSGD<Model, Comm>>();
+  else if (name == cocod::DelayedDiLoCo<Model, Comm>::name)
+    f.template operator()<cocod::DelayedDiLoCo<Model, Comm>>();
   else
     f.template operator()<cocod::Optimizer<Model, Comm>>();
 }

@@ -158,6 +158,7 @@ void checkpoints(const fs::path& out) {
       {"sync", cocod::SyncSGD<Model, Comm>::name, saved<cocod::SyncSGD<Model, Comm>>(scratch), "exchange.gradient"},
       {"local", cocod::LocalSGD<Model, Comm>::name, saved<cocod::LocalSGD<Model, Comm>>(scratch), "exchange.send"},
       {"pipe", cocod::PipeSGD<Model, Comm>::name, saved<cocod::PipeSGD<Model, Comm>>(scratch), "exchange.gradient.0"},
+      {"delayed-diloco", cocod::DelayedDiLoCo<Model, Comm>::name, saved<cocod::DelayedDiLoCo<Model, Comm>>(scratch), "exchange.send"},
   };
   const std::size_t period = cocod_fuzz::options().period;
   for (const auto& s : all) {
