@@ -665,8 +665,8 @@ TEST_CASE("The family's settings are validated, naming the field; a setting an a
   static_assert(!std::is_constructible_v<cocod::DelayedDiLoCo<M, L>, L, cocod::Options, cocod::PullBack>);
   static_assert(!std::is_constructible_v<cocod::CoCoDSGD<M, L>, L, cocod::Options, cocod::Delay>);
   CHECK_THROWS_WITH_AS((cocod::DelayedDiLoCo<M, L>{comm, {}, cocod::Fragments{.count = 2, .merge = cocod::FragmentMerge::lerp}}),
-                       "cocod::Fragments: merge does not apply to DiLoCo with delayed outer gradients, whose fragments restart "
-                       "from the outer model (got lerp)",
+                       "cocod::Fragments: merge must be add_back under DiLoCo with delayed outer gradients, where each fragment "
+                       "restarts when it is posted (got lerp)",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS((cocod::DelayedDiLoCo<M, L>{comm, {}, cocod::Delay{static_cast<cocod::OuterStart>(7)}}),
                        "cocod::Delay: start must be OuterStart::eager or OuterStart::delayed (got 7)", std::invalid_argument);

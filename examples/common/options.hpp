@@ -270,19 +270,21 @@ inline void Cli::add_family() {
   const char* g = "Outer optimizer, compression, fragments";
   app_.add_option("--outer", a_.outer,
                   "the outer optimizer of cocod and local on each round's average: none,\n"
-                  "sgd (heavy ball) or nesterov (DiLoCo's with the defaults below)")
+                  "sgd (heavy ball) or nesterov (DiLoCo's with the defaults below);\n"
+                  "diloco-delayed always has one: nesterov unless sgd")
       ->type_name("O")->capture_default_str()->check(cli::one_of({"none", "sgd", "nesterov"}))->group(g);
   app_.add_option("--outer-lr", a_.outer_lr, "the outer learning rate")
       ->type_name("ETA")->capture_default_str()->check(cli::positive(1e6))->group(g);
   app_.add_option("--outer-momentum", a_.outer_momentum, "the outer momentum, in [0, 1)")
       ->type_name("BETA")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
   app_.add_option("--compress", a_.compress,
-                  "what cocod, local and overlap-local send: none (the model), or bf16,\n"
-                  "fp16 or int8 deviations from the outer model, with error feedback")
+                  "what cocod, local, overlap-local and diloco-delayed send: none (the\n"
+                  "model; diloco-delayed: its progress), or bf16, fp16 or int8 deviations\n"
+                  "from the outer model (diloco-delayed: the progress), with error feedback")
       ->type_name("C")->capture_default_str()->check(cli::one_of({"none", "bf16", "fp16", "int8"}))->group(g);
   app_.add_option("--compress-block", a_.compress_block, "elements per scale of fp16 and int8")
       ->type_name("B")->capture_default_str()->check(cli::whole(1, 1ull << 30))->group(g);
-  app_.add_option("--fragments", a_.fragments, "cocod exchanges one of F slices of the model per round")
+  app_.add_option("--fragments", a_.fragments, "cocod and diloco-delayed exchange one of F slices of the model per\nround")
       ->type_name("F")->capture_default_str()->check(cli::whole(1, 1ull << 20))->group(g);
   app_.add_option("--overlap-depth", text_.overlap_depth,
                   "cocod takes its snapshot after step k - TAU of each round and merges it\n"
@@ -292,8 +294,8 @@ inline void Cli::add_family() {
                   "all-reduce as --period auto measures it (the whole round until measured)")
       ->type_name("TAU|k|auto")->capture_default_str()->check(whole_or({"k", "auto"}, 0, 1000000))->group(g);
   app_.add_option("--fragment-merge", a_.fragment_merge,
-                  "how a fragment's average merges: add-back (keeps the progress made\n"
-                  "while it was in flight) or lerp (with --fragment-alpha)")
+                  "how a fragment's average merges under cocod: add-back (keeps the\n"
+                  "progress made while it was in flight) or lerp (with --fragment-alpha)")
       ->type_name("M")->capture_default_str()->check(cli::one_of({"add-back", "lerp"}))->group(g);
   app_.add_option("--fragment-alpha", a_.fragment_alpha, "lerp's weight of the local model, in [0, 1]")
       ->type_name("A")->capture_default_str()->check(cli::real(0, 1))->group(g);

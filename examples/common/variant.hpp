@@ -63,7 +63,7 @@ struct Variant {
         return fail("unknown modifier '" + m + "' in '" + key + "' (outer, bf16, fp16, int8, fN, lerp, dTAU, dauto, eager, delayed)");
       at = next;
     }
-    if (v.outer && v.base != "cocod" && v.base != "local") return fail("'" + key + "': outer applies to cocod and local");
+    if (v.outer && v.base != "cocod" && v.base != "local") return fail("'" + key + "': outer applies to cocod and local (diloco-delayed always has one)");
     if (v.compress != cocod::Compression::none && (v.base == "ssgd" || v.base == "pipe"))
       return fail("'" + key + "': compression applies to cocod, local and overlap-local");
     if (v.fragments > 0 && !v.takes_fragments()) return fail("'" + key + "': fragments apply to cocod and diloco-delayed");

@@ -134,7 +134,7 @@ class DelayedDiLoCo {
         eager_(std::get<3>(s).start == OuterStart::eager) {
     if (fragments_.merge != FragmentMerge::add_back)
       invalid_setting("cocod::Fragments", "merge",
-                      "does not apply to DiLoCo with delayed outer gradients, whose fragments restart from the outer model",
+                      "must be add_back under DiLoCo with delayed outer gradients, where each fragment restarts when it is posted",
                       to_string(fragments_.merge));
   }
 
@@ -216,8 +216,9 @@ class DelayedDiLoCo {
     a("fresh", fresh_);
     rotation_.serialize(a);
     if constexpr (!Archive::saving) {
-      if (stepped_.size() != F || own_stepped_.size() != (eager_ ? F : 0))
-        a.fail("stepped", "does not have one entry per fragment (corrupt)");
+      if (stepped_.size() != F) a.fail("stepped", "does not have one entry per fragment (corrupt)");
+      if (own_stepped_.size() != (eager_ ? F : 0))
+        a.fail("own_stepped", eager_ ? "does not have one entry per fragment (corrupt)" : "is not empty under the delayed start (corrupt)");
       if (!needs_post_ && (rotation_.current().index != 0 || std::count(stepped_.begin(), stepped_.end(), 1) > 0))
         a.fail("needs_post", "is 0, but every round's end leaves its progress to post (corrupt)");
       if (send_.model_size() != rotation_.current().size)
@@ -247,8 +248,8 @@ class DelayedDiLoCo {
     if (!r.partial()) return;
     if (r.withheld_here()) restart_from_z(x);
     ops.acknowledge(r, r.withheld_here() ? Recovery::restarted : Recovery::kept,
-                    "the outer model took the consensus of the finite contributions, and a worker that withheld its own"
-                    " starts again from it");
+                    "the outer model stepped on the consensus of the finite contributions, and a worker that withheld"
+                    " its own starts again from it");
   }
   // x = s = z; eager: the worker's own outer state takes the shared one, with nothing pending.
   void restart_from_z(Span x) {
