@@ -1,7 +1,11 @@
 #pragma once
 // DiLoCo with delayed outer gradients: how a worker starts each round while the average of the
-// last round's progress is still in flight.
+// last round's progress is still in flight, and the passes of its rule (cocod::DelayedDiLoCo).
+#include <cstddef>
+
+#include "cocod/backend/backend.hpp"
 #include "cocod/errors.hpp"
+#include "cocod/family/outer.hpp"
 
 namespace cocod {
 
@@ -37,5 +41,67 @@ struct Delay {
     a("start", start);
   }
 };
+
+// The passes of cocod::DelayedDiLoCo's rule: a landing, the two restarts, the final progress.
+namespace backend {
+namespace passes {
+template <class T>
+struct DelayedLanding {
+  T* z;
+  T* b;
+  T* others;  // null for the delayed start
+  const T* pbar;
+  OuterMove<T> outer;
+  bool first;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    outer(z[i], b ? b + i : nullptr, -pbar[i], first);
+    if (others) others[i] += pbar[i];
+  }
+};
+template <class T>
+struct DelayedRestart {
+  T* x;
+  T* start;
+  T* send;
+  const T* z;
+  T w;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    send[i] = w * (x[i] - start[i]);
+    start[i] = z[i];
+    x[i] = z[i];
+  }
+};
+template <class T>
+struct EagerRestart {
+  T* x;
+  T* start;
+  T* b;
+  T* others;
+  T* send;
+  OuterMove<T> outer;
+  T w;
+  bool first;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    const T sent = w * (x[i] - start[i]);
+    outer(start[i], b ? b + i : nullptr, -(others[i] + sent), first);
+    others[i] = -sent;
+    send[i] = sent;
+    x[i] = start[i];
+  }
+};
+template <class T>
+struct Progress {
+  T* x;
+  const T* start;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const { x[i] = x[i] - start[i]; }
+};
+template <class T>
+struct Plus {
+  T* x;
+  const T* z;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const { x[i] = z[i] + x[i]; }
+};
+}  // namespace passes
+}  // namespace backend
 
 }  // namespace cocod

@@ -58,21 +58,30 @@ struct Outer {
 
 namespace backend {
 namespace passes {
+/// One outer optimizer step on one parameter, as every pass takes it (PyTorch SGD semantics).
+template <class T>
+struct OuterMove {
+  T eta, beta;
+  bool nesterov;
+  /// z = outer(z, delta) with momentum slot b (unused, may be null, when beta = 0).
+  COCOD_HOST_DEVICE void operator()(T& z, T* b, T delta, bool first) const {
+    if (beta == T(0)) {
+      z -= eta * delta;
+      return;
+    }
+    *b = first ? delta : beta * *b + delta;
+    z -= eta * (nesterov ? delta + beta * *b : *b);
+  }
+};
 template <class T>
 struct OuterStep {
   T* z;
   const T* abar;
   T* b;
-  T eta, beta;
-  bool nesterov, first;
+  OuterMove<T> outer;
+  bool first;
   COCOD_HOST_DEVICE void operator()(std::size_t i) const {
-    if (beta == T(0)) {
-      z[i] -= eta * (z[i] - abar[i]);
-      return;
-    }
-    const T delta = z[i] - abar[i];
-    b[i] = first ? delta : beta * b[i] + delta;
-    z[i] -= eta * (nesterov ? delta + beta * b[i] : b[i]);
+    outer(z[i], outer.beta == T(0) ? nullptr : b + i, z[i] - abar[i], first);
   }
 };
 }  // namespace passes
@@ -83,7 +92,7 @@ struct OuterStep {
 ///              (Nesterov) or z - eta * b (heavy ball).
 template <class B, class S>
 void outer_step(B backend, S z, read_only_t<S> abar, S b, element_t<S> eta, element_t<S> beta, bool nesterov, bool first) {
-  for_each_index(backend, z.size(), passes::OuterStep<element_t<S>>{z.data(), abar.data(), b.data(), eta, beta, nesterov, first});
+  for_each_index(backend, z.size(), passes::OuterStep<element_t<S>>{z.data(), abar.data(), b.data(), {eta, beta, nesterov}, first});
 }
 }  // namespace backend
 
