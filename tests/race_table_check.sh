@@ -1,46 +1,68 @@
 #!/usr/bin/env bash
-# benchmarks/peers/race_table.py on made-up runs whose answers are known: PostLocalSGD's step
-# T = 100 ms with an all-reduce m = 400 ms at k = 8 gives c = 50 ms and the bound 2.0; a
-# CoCoD-SGD run twice as fast per epoch measures 2.0 (+0.0%), and one 1.5x as fast is outside
-# 10% (-25.0%). Times to target and the compute verdict are checked the same way.
+# benchmarks/peers/race_table.py on made-up runs whose answers are known:
+# - the accuracy part: eager delayed DiLoCo 0.1 points below blocking DiLoCo at its worst epoch
+#   at k = 8 (met), 0.5 points at k = 16 (not met);
+# - a 10 Mbit/s part: PyTorch's best (PostLocalSGD k=32, 100 s to the target) communicated half
+#   its run (f = 0.5), so cocod must be max(0.9 / 0.5, 2) = 2x sooner: 40 s is 2.5x (met);
+#   CoCoD-SGD+dauto ends 0.1 points below Local-SGD at k = 8 (met) and 0.8 below at k = 16 (not).
+# Then the same with cocod's best at 60 s: 1.67x, not met.
 #   race_table_check.sh SOURCE_DIR WORKDIR
 set -euo pipefail
 src="$1" work="$2"
 rm -rf "$work" && mkdir -p "$work"
-spe=$(awk 'BEGIN { print 15000 / 64 }')  # steps per epoch: 60000 / 4 workers / batch 64
-wall() { awk -v ms="$1" -v spe="$spe" 'BEGIN { printf "%.6f", ms / 1e3 * spe * 2 }'; }  # 2 epochs
-cat >"$work/t_runs.csv" <<CSV
-run,rate,c_ms,m_ms,wall_s,epochs
-PyTorch PostLocalSGD k=8,slow,50,400,$(wall 100),2
-cocod CoCoD-SGD k=8,slow,52,410,$(wall 50),2
-PyTorch PostLocalSGD k=16,slow,50,400,$(wall 75),2
-cocod CoCoD-SGD k=16,slow,52,410,$(wall 50),2
+runs_header="run,rate,k,c_ms,m_ms,wall_s,epochs,comm_s,mb_per_epoch"
+curve_header="run,rate,epoch,wall_s,test_accuracy"
+# curve NAME RATE ACC1 ACC2 ACC3: a point at each of epochs 1, 2 and 3, 10 s apart
+curve() { printf '%s,%s,1,10,%s\n%s,%s,2,20,%s\n%s,%s,3,30,%s\n' "$1" "$2" "$3" "$1" "$2" "$4" "$1" "$2" "$5"; }
+{
+  echo "$runs_header"
+  for k in 8 16; do
+    for rule in Local-SGD Local-SGD+outer Delayed-DiLoCo Delayed-DiLoCo+delayed; do
+      echo "cocod $rule k=$k,none,$k,50,5,30,3,0,10"
+    done
+  done
+} >"$work/race_mlp_accuracy_runs.csv"
+{
+  echo "$curve_header"
+  curve "cocod Local-SGD k=8" none 0.80 0.85 0.870
+  curve "cocod Local-SGD+outer k=8" none 0.81 0.86 0.872
+  curve "cocod Delayed-DiLoCo k=8" none 0.809 0.859 0.872
+  curve "cocod Delayed-DiLoCo+delayed k=8" none 0.70 0.80 0.85
+  curve "cocod Local-SGD k=16" none 0.79 0.84 0.868
+  curve "cocod Local-SGD+outer k=16" none 0.81 0.86 0.871
+  curve "cocod Delayed-DiLoCo k=16" none 0.805 0.855 0.869
+  curve "cocod Delayed-DiLoCo+delayed k=16" none 0.70 0.80 0.85
+} >"$work/race_mlp_accuracy_curve.csv"
+cat >"$work/race_mlp_10mbit_runs.csv" <<CSV
+$runs_header
+PyTorch PostLocalSGD k=32,10mbit,32,50,4000,150,3,75,-
+PyTorch DiLoCo k=32,10mbit,32,50,4000,160,3,80,-
+cocod CoCoD-SGD+dauto k=8,10mbit,8,52,300,60,3,1,2
+cocod CoCoD-SGD+dauto k=16,10mbit,16,52,300,60,3,1,2
+cocod CoCoD-SGD+dauto+int8+f4 k=8,10mbit,8,52,300,60,3,1,2
 CSV
-cat >"$work/t_curve.csv" <<CSV
-run,rate,epoch,wall_s,test_accuracy
-PyTorch PostLocalSGD k=8,slow,1,40,0.80
-PyTorch PostLocalSGD k=8,slow,2,80,0.87
-cocod CoCoD-SGD k=8,slow,1,20,0.85
-cocod CoCoD-SGD k=8,slow,2,40,0.87
-PyTorch PostLocalSGD k=16,slow,1,30,0.86
-PyTorch PostLocalSGD k=16,slow,2,60,0.87
-cocod CoCoD-SGD k=16,slow,1,20,0.80
-cocod CoCoD-SGD k=16,slow,2,40,0.84
-CSV
-printf 'rate,best_period\nslow,16\n' >"$work/t_best.csv"
-out=$(/usr/bin/python3 "$src/benchmarks/peers/race_table.py" "$work" t 0.86)
+{
+  echo "$curve_header"
+  printf 'PyTorch PostLocalSGD k=32,10mbit,1,50,0.80\nPyTorch PostLocalSGD k=32,10mbit,2,100,0.861\nPyTorch PostLocalSGD k=32,10mbit,3,150,0.87\n'
+  printf 'PyTorch DiLoCo k=32,10mbit,1,53,0.80\nPyTorch DiLoCo k=32,10mbit,2,107,0.859\nPyTorch DiLoCo k=32,10mbit,3,160,0.87\n'
+  printf 'cocod CoCoD-SGD+dauto k=8,10mbit,1,20,0.80\ncocod CoCoD-SGD+dauto k=8,10mbit,2,40,0.86\ncocod CoCoD-SGD+dauto k=8,10mbit,3,60,0.869\n'
+  printf 'cocod CoCoD-SGD+dauto k=16,10mbit,1,20,0.80\ncocod CoCoD-SGD+dauto k=16,10mbit,2,40,0.85\ncocod CoCoD-SGD+dauto k=16,10mbit,3,60,0.860\n'
+  printf 'cocod CoCoD-SGD+dauto+int8+f4 k=8,10mbit,1,20,0.80\ncocod CoCoD-SGD+dauto+int8+f4 k=8,10mbit,2,45,0.86\ncocod CoCoD-SGD+dauto+int8+f4 k=8,10mbit,3,60,0.87\n'
+} >"$work/race_mlp_10mbit_curve.csv"
+out=$(/usr/bin/python3 "$src/benchmarks/peers/race_table.py" "$work")
 echo "$out"
 expect() { grep -qF -- "$1" <<<"$out" || { echo "FAILED: no line with: $1"; exit 1; }; }
-expect "cocod 52.00 ms (2 runs), PyTorch 50.00 ms (2 runs): +4.0%, within 10%"
-#        k     T_ms     m_ms     c_ms     kc/m    bound measured  vs_bound
-expect "     8   100.00    400.0    50.00     1.00     2.00     2.00     +0.0%"
-expect "    16    75.00    400.0    50.00     2.00     1.50     1.50     +0.0%"
-# best period 16: PostLocalSGD at 30 s; CoCoD-SGD reached 0.86 only at k = 8, at 40 s
-expect "to 0.86: not reached by CoCoD-SGD at k=16"
-expect "CoCoD-SGD at its soonest period (CoCoD-SGD k=8) 40.0 s: 0.75x against PostLocalSGD's best (target >= 1.5x: NOT met)"
+expect "# k=8: eager delayed DiLoCo at most 0.10 points below blocking DiLoCo at epochs 1,2,3 (naive delayed: 11.00) (target <= 0.2: met)"
+expect "# k=16: eager delayed DiLoCo at most 0.50 points below blocking DiLoCo at epochs 1,2,3 (naive delayed: 11.00) (target <= 0.2: NOT met)"
+expect "# PyTorch's best to 0.86: PostLocalSGD k=32, 100.0 s"
+expect "# cocod's best to 0.86: CoCoD-SGD+dauto k=8, 40.0 s"
+expect "# target: cocod's best 2.50x sooner than PyTorch's best (f = 0.500: at least 2.00x): met"
+expect "# k=8: CoCoD-SGD+dauto ends at 0.8690, Local-SGD at 0.8700: -0.10 points (target >= -0.2: met)"
+expect "# k=16: CoCoD-SGD+dauto ends at 0.8600, Local-SGD at 0.8680: -0.80 points (target >= -0.2: NOT met)"
+expect "  PyTorch PostLocalSGD k=32                     32   50.00   4000.0   213.33   50.00  0.500     100.0    2.00  0.8700"
 expect "# race: a verdict NOT met"
-# the same with CoCoD-SGD 1.5x as fast per epoch at k = 8: outside 10% of the bound
-sed -i 's|^cocod CoCoD-SGD k=8,slow,52,410,.*|cocod CoCoD-SGD k=8,slow,52,410,'"$(wall 66.6666667)"',2|' "$work/t_runs.csv"
-out=$(/usr/bin/python3 "$src/benchmarks/peers/race_table.py" "$work" t 0.86)
-expect "     8   100.00    400.0    50.00     1.00     2.00     1.50    -25.0% (outside 10%)"
+# cocod's best 1.5x later: 100 / 60 = 1.67x, short of 2x
+sed -i 's/^\(cocod [^,]*\),10mbit,2,\(40\|45\),0.86$/\1,10mbit,2,60,0.86/' "$work/race_mlp_10mbit_curve.csv"
+out=$(/usr/bin/python3 "$src/benchmarks/peers/race_table.py" "$work")
+expect "# target: cocod's best 1.67x sooner than PyTorch's best (f = 0.500: at least 2.00x): NOT met"
 echo "race_table: OK"

@@ -1,112 +1,160 @@
 #!/usr/bin/env bash
 # The race on identical compute: cocod driving libtorch from C++ (examples/torch_fashion_mnist,
-# one MPI process per worker) against PyTorch's PostLocalSGDOptimizer and DDP in Python
-# (benchmarks/peers/torch_mlp.py, gloo). Both sides use the same Debian build of torch, one
-# thread per worker, the same network and initial weights (written by --save-init), shards,
-# batches, learning rate and schedule; 4 workers on a tbf-shaped loopback at each RATE.
-# At each rate it sweeps the period k on both sides and finds PostLocalSGD's best period (the
-# soonest to TARGET). There it runs cocod's Local-SGD (PostLocalSGD's algorithm) and
-# Overlap-Local-SGD; at the first rate also S-SGD and DDP (its default buckets and 0.1 MB ones).
-# Verdicts (benchmarks/peers/race_table.py): compute per step within 10%; CoCoD-SGD's time per
-# epoch against PostLocalSGD's at the same k within 10% of the bound T / max(c, m/k) (T:
-# PostLocalSGD's step, m: its all-reduce, c = T - m/k); CoCoD-SGD >= 1.5x sooner to TARGET than
-# PostLocalSGD at its best period.
+# one MPI process per worker) against PyTorch in Python (benchmarks/peers/torch_mlp.py, gloo):
+# DDP, PostLocalSGD, and DiLoCo as torchft's and OpenDiLoCo's users run it (outer Nesterov, lr 0.7,
+# momentum 0.9; pseudo-gradients all-reduced in float32 and in float16). Both sides use the same
+# Debian build of torch, one thread per worker, the same network and initial weights (written by
+# --save-init), shards, batches, learning rate and schedule; 4 workers on a tbf-shaped loopback.
+# Every curve point on both sides is the consensus (cocod: the workers' weighted average model;
+# PostLocalSGD and DiLoCo: at a round's end, where every worker holds the same model).
 #
-#   benchmarks/peers/race.sh [OUT_DIR]     (root; BUILD=build/bench, MODEL=mlp|cnn, WORKERS=4,
-#                                           EPOCHS=5, TARGET=0.86, RATES="1gbit:2,4,8,16 100mbit:8,16,32",
-#                                           CURVE_OF=consensus|rank0: whose model cocod's curves measure)
+# It runs in parts, each in well under an hour, and each part's files stand alone:
+#   accuracy  the rules' accuracy, which does not depend on the link (at a fixed k and depth the
+#             models are the same bits on every link): at k = 8, 16, 32 Local-SGD, CoCoD-SGD at
+#             overlap depths k, k/2 and k/4, blocking DiLoCo (Local-SGD with DiLoCo's outer step)
+#             and delayed DiLoCo, eager and naive; no link limit (about 25 minutes)
+#   1gbit, 100mbit, 10mbit
+#             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
+#             each (and DDP at 1 Gbit/s); cocod's sweep the way a user would choose: the period k
+#             with the automatic overlap depth, compression none or int8, fragments 1 or 4, the
+#             outer step on or off, add-back (CoCoD-SGD) or eager (delayed DiLoCo), and the
+#             automatic period with the automatic depth (about 40 minutes each)
+#   cnn       the CNN at 100 Mbit/s, a smaller sweep (TARGET_CNN, default 0.88; about 35 minutes)
+#   all       every part in turn;  smoke: a few steps of every kind of run (the test suite's)
+# benchmarks/peers/race_table.py prints the tables and verdicts from whatever parts are there.
+#
+#   benchmarks/peers/race.sh [PART...] [OUT_DIR]   (root; BUILD=build/bench, WORKERS=4, EPOCHS=5,
+#                                                   TARGET=0.86, TARGET_CNN=0.88,
+#                                                   CURVE_OF=consensus|rank0: whose model cocod's curves measure)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 bench_help "$0" "${1:-}"
-out="${1:-$COCOD_ROOT/results/benchmarks}"
-model="${MODEL:-mlp}"
+parts=() out="$COCOD_ROOT/results/benchmarks"
+for a in "$@"; do
+  case "$a" in
+    accuracy|1gbit|100mbit|10mbit|cnn|smoke) parts+=("$a") ;;
+    all) parts+=(accuracy 1gbit 100mbit 10mbit cnn) ;;
+    -*) echo "benchmarks/peers/race.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
+    *) out="$a" ;;
+  esac
+done
+[ ${#parts[@]} -gt 0 ] || parts=(accuracy 1gbit 100mbit 10mbit cnn)
 workers="${WORKERS:-4}"
 epochs="${EPOCHS:-5}"
-target="${TARGET:-0.86}"
-rates="${RATES:-1gbit:2,4,8,16 100mbit:8,16,32}"
 exe="$BENCH_BUILD/examples/torch_fashion_mnist/torch_fashion_mnist"
 bench_require peers/race.sh "$exe"
 [ "$(id -u)" -eq 0 ] || { echo "# race: skipped (the tbf-shaped link needs root)"; exit 0; }
 ensure_packages python3-torch python3-numpy
 mkdir -p "$out"
-tag="race_$model"
-init="$out/$tag.init"
-"$exe" --model "$model" --save-init "$init" >/dev/null
 
-# Every run keeps its log (TAG_RATE_NAME_kK.log), appends its curve as
-# "NAME k=K,rate,epoch,wall_s,accuracy" to $curves and one line "NAME k=K,rate,c_ms,m_ms,wall_s,epochs"
-# to $runs (m: gloo's measured all-reduce, or cocod's comm_ms of the row; - where there is none).
-curves="$out/${tag}_curve.csv" runs="$out/${tag}_runs.csv"
-echo "run,rate,epoch,wall_s,test_accuracy" >"$curves"
-echo "run,rate,c_ms,m_ms,wall_s,epochs" >"$runs"
-echo "rate,best_period" >"$out/${tag}_best.csv"
-common=(--epochs "$epochs" --curve-every 0.25)
+# The part's files: TAG_PART_runs.csv, one line per run (k: the period, the median one under
+# --period auto; c: the compute per step measured before the run; m: one exchange as measured,
+# gloo's all-reduce or cocod's comm_ms; comm_s: the seconds spent communicating, PyTorch's as
+# torch_mlp.py measures them, cocod's rank 0's time blocked on collectives; mb: megabytes sent
+# per epoch by a worker, cocod's rows) and TAG_PART_curve.csv (test accuracy against wall time).
+# Every run keeps its log, TAG_PART_NAME.log.
+begin_part() {  # MODEL PART EPOCHS
+  model="$1" part="$2" tag="race_$1"
+  common=(--epochs "$3" --curve-every "$(awk -v e="$3" 'BEGIN { print (e < 1) ? e / 2 : 0.25 }')")
+  init="$out/$tag.init"
+  "$exe" --model "$model" --save-init "$init" >/dev/null
+  curves="$out/${tag}_${part}_curve.csv" runs="$out/${tag}_${part}_runs.csv"
+  echo "run,rate,epoch,wall_s,test_accuracy" >"$curves"
+  echo "run,rate,k,c_ms,m_ms,wall_s,epochs,comm_s,mb_per_epoch" >"$runs"
+  echo "# race part $part ($model): $workers workers, $3 epochs; $(date -u '+%Y-%m-%d %H:%M'), $(nproc) cores"
+}
+log_of() { echo "$out/${tag}_${part}_$(tr -c 'A-Za-z0-9.+\n' _ <<<"$1").log"; }
 
 pytorch() {  # RATE ALGO K NAME [torch_mlp.py options]
-  local log="$out/${tag}_$1_$(tr -c 'A-Za-z0-9.\n' _ <<<"$4")_k$3.log" tmp="$out/${tag}_tmp.csv"
+  local name="$4 k=$3" tmp="$out/${tag}_tmp.csv"
+  local log
+  log=$(log_of "$name $1")
   rm -f "$tmp"
   RATE="$1" shaped 3600 /usr/bin/python3 "$COCOD_ROOT/benchmarks/peers/torch_mlp.py" --algo "$2" --period "$3" \
-    --model "$model" --init "$init" --workers "$workers" "${common[@]}" --curve "$tmp" --name "$4 k=$3" "${@:5}" \
+    --model "$model" --init "$init" --workers "$workers" "${common[@]}" --curve "$tmp" --name "$name" "${@:5}" \
     2>&1 | grep -v "^# shaped link" | tee "$log"
   awk -F, -v rate="$1" 'NR > 1 { printf "%s,%s,%s,%s,%s\n", $1, rate, $3, $4, $5 }' "$tmp" >>"$curves"
-  awk -v name="$4 k=$3" -v rate="$1" '
+  awk -v name="$name" -v rate="$1" -v k="$3" '
     { for (i = 2; i < NF; i++) {
         if ($i == "=" && $(i - 1) == "c") c = $(i + 1)
         if ($i == "=" && $(i - 1) == "m") m = $(i + 1)
-        if ($i == "epochs" && $(i + 1) == "in") { e = $(i - 1); w = $(i + 2) } } }
-    END { printf "%s,%s,%s,%s,%s,%s\n", name, rate, c, m, w, e }' "$log" >>"$runs"
+        if ($i == "epochs" && $(i + 1) == "in") { e = $(i - 1); w = $(i + 2) }
+        if ($i == "communicating") s = $(i + 1) } }
+    END { printf "%s,%s,%s,%s,%s,%s,%s,%s,-\n", name, rate, k, c, m, w, e, s }' "$log" >>"$runs"
 }
 
-cocod() {  # RATE ALGOS K
-  local log="$out/${tag}_$1_${2//,/+}_k$3.log" tmp="$out/${tag}_tmp.csv"
+cocod() {  # RATE ALGOS K [example options]: RATE "none" runs on the plain loopback, without shaping
+  local tmp="$out/${tag}_tmp.csv" run=(mpiexec --allow-run-as-root --oversubscribe -n "$workers")
+  local log
+  log=$(log_of "$2 k$3 $1")
   rm -f "$tmp"
-  RATE="$1" shaped_mpiexec 3600 "$workers" "$exe" --model "$model" --comm mpi --algo "$2" --period "$3" \
-    "${common[@]}" --curve-of "${CURVE_OF:-consensus}" --no-progress --curve "$tmp" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+  [ "$1" = none ] || run=(shaped_mpiexec 3600 "$workers")
+  RATE="$1" "${run[@]}" "$exe" --model "$model" --comm mpi --algo "$2" --period "$3" "${common[@]}" \
+    --curve-of "${CURVE_OF:-consensus}" --no-progress --curve "$tmp" "${@:4}" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
   grep -E "one local step|^  " "$log" || true
   awk -F, -v rate="$1" -v k="$3" 'NR > 1 { printf "cocod %s k=%s,%s,%s,%s,%s\n", $1, k, rate, $3, $4, $5 }' "$tmp" >>"$curves"
   awk -v rate="$1" -v k="$3" '
     /one local step c =/ { for (i = 2; i < NF; i++) if ($i == "=" && $(i - 1) == "c") c = $(i + 1) }
     /^  / { m = ($1 == "S-SGD") ? $8 / $4 : $8  # S-SGD: the k all-reduces of a round
-            printf "cocod %s k=%s,%s,%s,%s,%s,%s\n", $1, k, rate, c, m, $13, $3 }' "$log" >>"$runs"
+            printf "cocod %s k=%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, k, rate, $4, c, m, $13, $3, $12, $14 }' "$log" >>"$runs"
 }
 
-# best K of NAME at RATE: the period that reached TARGET soonest (empty when none did)
-best_period() {
-  awk -F, -v name="$1" -v rate="$2" -v target="$target" '
-    $2 == rate && index($1, name " k=") == 1 && $5 >= target {
-      k = substr($1, length(name) + 4) + 0
-      if (!(k in hit)) { hit[k] = $4; if (best == "" || $4 < hit[best]) best = k }
-    }
-    END { print best }' "$curves"
-}
-
-echo "# race on identical compute ($model): $workers workers, cocod (MPI, C++ libtorch) vs PyTorch (gloo, Python);" \
-  "$epochs epochs, target $target; $(date -u +%Y-%m-%d), $(nproc) cores"
-first=1
-for spec in $rates; do
-  rate="${spec%%:*}"
-  echo "## $rate"
-  periods=$(echo "${spec#*:}" | tr , ' ')
-  for k in $periods; do
-    pytorch "$rate" postlocal "$k" "PyTorch PostLocalSGD"
-    cocod "$rate" cocod "$k"
+# PyTorch at RATE, at each of PERIODS: PostLocalSGD, DiLoCo float32 and float16.
+pytorch_sweep() {  # RATE PERIODS
+  local k
+  for k in $2; do
+    pytorch "$1" postlocal "$k" "PyTorch PostLocalSGD"
+    pytorch "$1" diloco "$k" "PyTorch DiLoCo"
+    pytorch "$1" diloco "$k" "PyTorch DiLoCo fp16" --pseudo-gradient fp16
   done
-  best=$(best_period "PyTorch PostLocalSGD" "$rate")
-  [ -n "$best" ] || best="${periods%% *}"
-  echo "# PostLocalSGD's best period at $rate: k = $best; there cocod's Local-SGD (the same algorithm) and" \
-    "Overlap-Local-SGD (overlap without CoCoD-SGD's stale round)"
-  if [ "$first" = 1 ]; then
-    cocod "$rate" ssgd,local,overlap-local "$best"
-    pytorch "$rate" ddp "$best" "PyTorch DDP"
-    # DDP overlaps a bucket's all-reduce with the rest of the backward pass. Its default buckets
-    # hold this whole MLP in one; with 0.1 MB the last layers' gradients (137 KB) go first, while
-    # the first layer's (804 KB, computed last) are still being computed
-    pytorch "$rate" ddp "$best" "PyTorch DDP buckets 0.1 MB" --bucket-cap-mb 0.1
-  else
-    cocod "$rate" local,overlap-local "$best"
-  fi
-  echo "$rate,$best" >>"$out/${tag}_best.csv"
-  first=0
+}
+
+# The rows of cocod's sweep at one period, one setting changed at a time: compression (none,
+# int8), fragments (1, 4), the outer step (off, on), the merge (CoCoD-SGD's add-back, delayed
+# DiLoCo's eager start). SLOW: only the int8 + 4 fragments rows, where a 10 Mbit/s link cannot
+# carry the others at this period in the run's time (their exchange outlasts a round many times).
+sweep_rows() {  # [slow]
+  local rows="cocod+dauto+int8+f4,cocod+dauto+outer+int8+f4,diloco-delayed+int8+f4"
+  [ "${1:-}" = slow ] || rows="cocod+dauto,cocod+dauto+int8,diloco-delayed,$rows"
+  echo "$rows"
+}
+
+link_part() {  # RATE PYTORCH_PERIODS COCOD_PERIODS [SLOW_PERIODS]
+  local k
+  begin_part mlp "$1" "$epochs"
+  pytorch_sweep "$1" "$2"
+  [ "$1" = 1gbit ] && pytorch "$1" ddp 1 "PyTorch DDP"
+  for k in $3; do
+    if [[ " ${4:-} " == *" $k "* ]]; then cocod "$1" "$(sweep_rows slow)" "$k"; else cocod "$1" "$(sweep_rows)" "$k"; fi
+  done
+  # the automatic period with the automatic depth: what a user gets without choosing (capped at 64)
+  cocod "$1" cocod+dauto,cocod+dauto+int8+f4 auto --max-period 64
+}
+
+for p in "${parts[@]}"; do
+  case "$p" in
+    accuracy)
+      begin_part mlp accuracy "$epochs"
+      for k in 8 16 32; do
+        cocod none "local,cocod,cocod+d$((k / 2)),cocod+d$((k / 4)),local+outer,diloco-delayed,diloco-delayed+delayed" "$k"
+      done ;;
+    1gbit) link_part 1gbit "4 8 16" "4 8 16 32" ;;
+    100mbit) link_part 100mbit "16 32 64" "8 16 32 64" ;;
+    10mbit) link_part 10mbit "32 64 128" "8 16 32 64" "8 16 32" ;;
+    cnn)
+      begin_part cnn 100mbit "$epochs"
+      pytorch_sweep 100mbit "8 16 32"
+      for k in 8 16 32; do cocod 100mbit local,cocod+dauto,cocod+dauto+int8+f4,diloco-delayed+int8+f4 "$k"; done
+      cocod 100mbit cocod+dauto,cocod+dauto+int8+f4 auto --max-period 64 ;;
+    smoke)  # a few steps of each kind of run, to check that the parts' commands work
+      begin_part mlp smoke 0.02
+      pytorch 1gbit postlocal 2 "PyTorch PostLocalSGD"
+      pytorch 1gbit diloco 2 "PyTorch DiLoCo fp16" --pseudo-gradient fp16
+      pytorch 1gbit ddp 1 "PyTorch DDP"
+      cocod none local,diloco-delayed+delayed 2
+      cocod 1gbit "$(sweep_rows slow)" 2
+      cocod 1gbit cocod+dauto auto --max-period 64 ;;
+  esac
 done
 
-"$COCOD_ROOT/benchmarks/peers/race_table.py" "$out" "$tag" "$target" "$workers" | tee "$out/${tag}.txt"
+"$COCOD_ROOT/benchmarks/peers/race_table.py" "$out" | tee "$out/race.txt"

@@ -1,146 +1,213 @@
 #!/usr/bin/python3
-"""The tables and verdicts of benchmarks/peers/race.sh, from the files it wrote in OUT_DIR:
-TAG_runs.csv (one line per run: c, m, wall time, epochs), TAG_curve.csv (test accuracy against
-wall time) and TAG_best.csv (PostLocalSGD's best period per link rate).
+"""The tables and verdicts of benchmarks/peers/race.sh, from the files its parts wrote in OUT_DIR:
+race_MODEL_PART_runs.csv (one line per run: k, c, m, wall time, epochs, seconds communicating,
+megabytes per epoch) and race_MODEL_PART_curve.csv (test accuracy against wall time, every point
+the consensus). Parts that are missing are left out; the verdicts need their parts.
 
-  race_table.py OUT_DIR TAG TARGET [WORKERS]
+Verdicts, per link (a part named after its rate):
+  1. cocod's best run reaches TARGET sooner than PyTorch's best by at least 0.9 / (1 - f), f the
+     share of the communication in PyTorch's best run (the most that overlapping alone can win
+     at equal epochs), and by at least 2x at 10 Mbit/s;
+  2. CoCoD-SGD with the automatic depth at k = 8, 16 and 32 ends within 0.2 points of
+     Local-SGD's final accuracy at the same k (Local-SGD from the accuracy part: its accuracy at
+     a fixed k does not depend on the link);
+and from the accuracy part:
+  3. eager delayed DiLoCo within 0.2 points of blocking DiLoCo at every whole epoch, k = 8..32.
+
+  race_table.py OUT_DIR [--target 0.86] [--target-cnn 0.88] [--workers 4]
 """
+import argparse
 import csv
+import glob
 import os
 import sys
 from statistics import median
 
+POINTS = 0.002  # 0.2 points of accuracy
 
-def load(out, tag):
-    for part in ("runs", "curve", "best"):
-        if not os.path.exists("%s/%s_%s.csv" % (out, tag, part)):
-            sys.exit("race_table.py: no %s/%s_%s.csv (benchmarks/peers/race.sh writes it)" % (out, tag, part))
-    with open("%s/%s_runs.csv" % (out, tag)) as f:
-        runs = list(csv.DictReader(f))
-    with open("%s/%s_curve.csv" % (out, tag)) as f:
-        curve = list(csv.DictReader(f))
-    with open("%s/%s_best.csv" % (out, tag)) as f:
-        best = {r["rate"]: int(r["best_period"]) for r in csv.DictReader(f)}
-    return runs, curve, best
+
+def load(out, model):
+    parts = {}
+    for path in sorted(glob.glob("%s/race_%s_*_runs.csv" % (out, model))):
+        part = path[len("%s/race_%s_" % (out, model)):-len("_runs.csv")]
+        curve_path = "%s/race_%s_%s_curve.csv" % (out, model, part)
+        if not os.path.exists(curve_path):
+            sys.exit("race_table.py: %s has no %s beside it (benchmarks/peers/race.sh writes both)" % (path, curve_path))
+        with open(path) as f:
+            runs = list(csv.DictReader(f))
+        with open(curve_path) as f:
+            curve = list(csv.DictReader(f))
+        parts[part] = (runs, curve)
+    return parts
+
+
+def number(v):
+    return None if v in (None, "", "-") else float(v)
+
+
+def rows_of(runs, curve, target, steps_per_epoch):
+    """Each run's figures: its curve's first point at or above target (wall time and epochs),
+    its final accuracy, and its accuracy at every whole epoch."""
+    rows = {}
+    for r in runs:
+        name = r["run"]
+        points = [p for p in curve if p["run"] == name and p["rate"] == r["rate"]]
+        if not points:
+            sys.exit("race_table.py: %s at %s has no curve" % (name, r["rate"]))
+        first = next((p for p in points if float(p["test_accuracy"]) >= target), None)
+        wall, epochs = float(r["wall_s"]), float(r["epochs"])
+        comm = number(r["comm_s"])
+        by_epoch = {}
+        for p in points:  # the last point at or before each whole epoch
+            e = float(p["epoch"])
+            whole = int(e + 1e-9)
+            if whole >= 1 and abs(e - whole) < 0.13:
+                by_epoch[whole] = float(p["test_accuracy"])
+        rows[name] = dict(k=r["k"], c=number(r["c_ms"]), m=number(r["m_ms"]), wall=wall, epochs=epochs,
+                          step=1e3 * wall / epochs / steps_per_epoch, s_epoch=wall / epochs,
+                          f=None if comm is None else comm / wall, mb=number(r["mb_per_epoch"]),
+                          hit=float(first["wall_s"]) if first else None,
+                          hit_epoch=float(first["epoch"]) if first else None,
+                          final=float(points[-1]["test_accuracy"]), by_epoch=by_epoch)
+    return rows
+
+
+def print_rows(rows, target):
+    print("# %-42s %5s %7s %8s %8s %7s %6s %9s %7s %7s" % (
+        "run", "k", "c_ms", "m_ms", "step_ms", "s/ep", "f", "to_%.2f s" % target, "epochs", "final"))
+    for name, v in rows.items():
+        print("  %-42s %5s %7s %8s %8.2f %7.2f %6s %9s %7s %7.4f" % (
+            name, v["k"], "-" if v["c"] is None else "%.2f" % v["c"], "-" if v["m"] is None else "%.1f" % v["m"],
+            v["step"], v["s_epoch"], "-" if v["f"] is None else "%.3f" % v["f"],
+            "not met" if v["hit"] is None else "%.1f" % v["hit"],
+            "-" if v["hit_epoch"] is None else "%.2f" % v["hit_epoch"], v["final"]))
+
+
+def soonest(rows, prefix):
+    hits = [(v["hit"], n) for n, v in rows.items() if n.startswith(prefix) and v["hit"] is not None]
+    return min(hits) if hits else None
+
+
+def accuracy_part(rows, target, verdicts):
+    """The rules side by side at each k, and verdict 3."""
+    print("# epochs to %.2f and final accuracy at each period (no link limit; the same bits on every link)" % target)
+    periods = sorted({int(v["k"]) for v in rows.values()})
+    print("# %4s %-34s %8s %8s" % ("k", "rule", "epochs", "final"))
+    for k in periods:
+        for n, v in rows.items():
+            if int(v["k"]) == k:
+                print("  %4d %-34s %8s %8.4f" % (k, n.split(" ", 1)[1].rsplit(" k=", 1)[0],
+                                                 "-" if v["hit_epoch"] is None else "%.2f" % v["hit_epoch"], v["final"]))
+    for k in periods:
+        blocking, eager, naive = (rows.get("cocod %s k=%d" % (r, k)) for r in
+                                  ("Local-SGD+outer", "Delayed-DiLoCo", "Delayed-DiLoCo+delayed"))
+        if not (blocking and eager):
+            continue
+        epochs = sorted(set(blocking["by_epoch"]) & set(eager["by_epoch"]))
+        gaps = [blocking["by_epoch"][e] - eager["by_epoch"][e] for e in epochs]
+        worst = max(gaps) if gaps else float("nan")
+        met = bool(gaps) and worst <= POINTS + 1e-12
+        naive_gap = max(blocking["by_epoch"][e] - naive["by_epoch"].get(e, float("nan")) for e in epochs) if naive else None
+        print("# k=%d: eager delayed DiLoCo at most %.2f points below blocking DiLoCo at epochs %s (naive delayed: %s)"
+              " (target <= 0.2: %s)" % (k, 100 * worst, ",".join(map(str, epochs)),
+                                       "-" if naive_gap is None else "%.2f" % (100 * naive_gap), "met" if met else "NOT met"))
+        verdicts.append(met)
+
+
+def link_part(rate, rows, local_final, target, verdicts):
+    """The sweep of one link, the best on each side, verdicts 1 and 2."""
+    print_rows(rows, target)
+    py = soonest(rows, "PyTorch")
+    co = soonest(rows, "cocod")
+    for side, best in (("PyTorch", py), ("cocod", co)):
+        if best:
+            print("# %s's best to %.2f: %s, %.1f s" % (side, target, best[1].split(" ", 1)[1], best[0]))
+        else:
+            print("# %s: no run reached %.2f" % (side, target))
+    if py and co:
+        f = rows[py[1]]["f"] or 0.0
+        need = 0.9 / (1.0 - f)
+        if rate == "10mbit":
+            need = max(need, 2.0)
+        met = py[0] / co[0] >= need
+        print("# target: cocod's best %.2fx sooner than PyTorch's best (f = %.3f: at least %.2fx): %s" % (
+            py[0] / co[0], f, need, "met" if met else "NOT met"))
+        verdicts.append(met)
+    else:
+        verdicts.append(False)
+    for k in (8, 16, 32):
+        auto = rows.get("cocod CoCoD-SGD+dauto k=%d" % k)
+        if not auto:
+            continue
+        if k not in local_final:
+            print("# k=%d: no Local-SGD in the accuracy part to compare CoCoD-SGD+dauto with" % k)
+            continue
+        gap = local_final[k] - auto["final"]
+        met = gap <= POINTS + 1e-12
+        print("# k=%d: CoCoD-SGD+dauto ends at %.4f, Local-SGD at %.4f: %+.2f points (target >= -0.2: %s)" % (
+            k, auto["final"], local_final[k], -100 * gap, "met" if met else "NOT met"))
+        verdicts.append(met)
+    # the control: the same algorithm on both sides
+    for ours, theirs in (("Local-SGD", "PostLocalSGD"), ("Local-SGD+outer", "DiLoCo")):
+        for n, v in rows.items():
+            if n.startswith("PyTorch %s k=" % theirs):
+                k = n.rsplit("k=", 1)[1]
+                mine = rows.get("cocod %s k=%s" % (ours, k))
+                if mine:
+                    print("# control, the same algorithm at k=%s: cocod %s final %.4f, PyTorch %s %.4f" % (
+                        k, ours, mine["final"], theirs, v["final"]))
+
+
+def compute_check(parts):
+    """Compute per step, each side's medians over its runs' measurements (before each run)."""
+    py = [v for runs, _ in parts.values() for r in runs if r["run"].startswith("PyTorch") for v in [number(r["c_ms"])] if v]
+    co = sorted({(r["rate"], r["k"], r["c_ms"]) for runs, _ in parts.values() for r in runs if r["run"].startswith("cocod")})
+    co = [float(c) for _, _, c in co if number(c)]
+    if py and co:
+        print("# compute per step, median over every run's measurement: cocod %.2f ms (%d runs), PyTorch %.2f ms (%d runs): %+.1f%%" % (
+            median(co), len(co), median(py), len(py), 100 * (median(co) / median(py) - 1)))
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit("usage: race_table.py OUT_DIR TAG TARGET [WORKERS]")
-    out, tag, target = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    workers = int(sys.argv[4]) if len(sys.argv) > 4 else 4
-    steps_per_epoch = (60000 // workers) / 64  # Fashion-MNIST's shards, batch 64 per worker
-    runs, curve, best = load(out, tag)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out")
+    p.add_argument("--target", type=float, default=0.86)
+    p.add_argument("--target-cnn", type=float, default=0.88)
+    p.add_argument("--workers", type=int, default=4)
+    args = p.parse_args()
+    steps_per_epoch = (60000 // args.workers) / 64  # Fashion-MNIST's shards, batch 64 per worker
     verdicts = []
-    # 1. compute per step: each side measures it before every run (every worker at once, no
-    # communication); single measurements on this shared machine vary by 10-20%, so the medians
-    # one measurement per invocation: cocod's rows of one invocation share its rate, k and c
-    measured_py = [float(r["c_ms"]) for r in runs if r["run"].startswith("PyTorch")]
-    measured_co = [float(c) for _, _, c in {(r["rate"], r["run"].rsplit("k=", 1)[1], r["c_ms"])
-                                            for r in runs if r["run"].startswith("cocod")}]
-    if not measured_py or not measured_co:
-        sys.exit("race_table.py: no %s run in %s/%s_runs.csv" % ("PyTorch" if not measured_py else "cocod", out, tag))
-    c_py, c_co = median(measured_py), median(measured_co)
-    ok = abs(c_co / c_py - 1) <= 0.10
-    print("# compute per step, median over every run's measurement: cocod %.2f ms (%d runs), PyTorch %.2f ms (%d runs):"
-          " %+.1f%%, %s" % (c_co, len(measured_co), c_py, len(measured_py), 100 * (c_co / c_py - 1),
-                            "within 10%" if ok else "NOT within 10%"))
-    verdicts.append(ok)
-    in_py = [float(r["wall_s"]) / float(r["epochs"]) / steps_per_epoch * 1e3 - float(r["m_ms"]) / int(r["run"].rsplit("k=", 1)[1])
-             for r in runs if r["run"].startswith("PyTorch PostLocalSGD") and r["m_ms"] not in ("", "-")]
-    if in_py:
-        print("# in the runs: PostLocalSGD's T - m/k, median %.2f ms (%s)" % (median(in_py), " ".join("%.1f" % v for v in in_py)))
-    for rate in best:
-        rows = {}
-        for r in runs:
-            if r["rate"] != rate:
+    found = False
+    for model, target in (("mlp", args.target), ("cnn", args.target_cnn)):
+        parts = load(args.out, model)
+        if not parts:
+            continue
+        found = True
+        print("# race on identical compute (%s): cocod (MPI, C++ libtorch) vs PyTorch (gloo, Python), target %.2f" % (model, target))
+        compute_check(parts)
+        local_final = {}
+        if "accuracy" in parts:
+            rows = rows_of(*parts["accuracy"], target, steps_per_epoch)
+            print("\n## accuracy")
+            accuracy_part(rows, target, verdicts)
+            local_final = {int(v["k"]): v["final"] for n, v in rows.items() if n.startswith("cocod Local-SGD k=")}
+        for part in parts:
+            if part in ("accuracy", "smoke"):
                 continue
-            name = r["run"]
-            first = next((p for p in curve
-                          if p["run"] == name and p["rate"] == rate and float(p["test_accuracy"]) >= target), None)
-            hit = float(first["wall_s"]) if first else None
-            points = [float(p["test_accuracy"]) for p in curve if p["run"] == name and p["rate"] == rate]
-            if not points:
-                sys.exit("race_table.py: %s at %s has no curve in %s/%s_curve.csv" % (name, rate, out, tag))
-            final = points[-1]
-            s_epoch = float(r["wall_s"]) / float(r["epochs"])
-            rows[name] = dict(c=float(r["c_ms"]), m=None if r["m_ms"] in ("", "-") else float(r["m_ms"]),
-                              step=1e3 * s_epoch / steps_per_epoch, s_epoch=s_epoch, hit=hit, final=final,
-                              hit_epoch=float(first["epoch"]) if first else None)
-        kstar = best[rate]
-        if "PyTorch PostLocalSGD k=%d" % kstar not in rows:
-            sys.exit("race_table.py: no PostLocalSGD run at its best period k=%d at %s" % (kstar, rate))
-        print("\n# %s: PostLocalSGD's best period k* = %d" % (rate, kstar))
-        print("# %-30s %8s %8s %9s %8s %10s %7s %7s" % ("run", "c_ms", "m_ms", "step_ms", "s/epoch", "to_%.2f s" % target,
-                                                        "epochs", "final"))
-        for name, v in rows.items():
-            print("  %-30s %8.2f %8s %9.2f %8.2f %10s %7s %7.4f" % (
-                name, v["c"], "-" if v["m"] is None else "%.1f" % v["m"], v["step"], v["s_epoch"],
-                "not met" if v["hit"] is None else "%.1f" % v["hit"],
-                "-" if v["hit_epoch"] is None else "%.2f" % v["hit_epoch"], v["final"]))
-        periods = sorted(int(n.rsplit("k=", 1)[1]) for n in rows if n.startswith("PyTorch PostLocalSGD k="))
-        # 2. time per epoch at the same k against the round-time model's bound. PostLocalSGD's
-        # step takes T = c + m/k (m: its run's gloo all-reduce), so its run gives c = T - m/k;
-        # with that c and m, CoCoD-SGD's step would take max(c, m/k)
-        print("# per epoch at the same k: PostLocalSGD / CoCoD-SGD against the bound T / max(c, m/k),")
-        print("# T: PostLocalSGD's step, m: its all-reduce, c = T - m/k: its compute in the run")
-        print("# %4s %8s %8s %8s %8s %8s %8s %9s" % ("k", "T_ms", "m_ms", "c_ms", "kc/m", "bound", "measured", "vs_bound"))
-        for k in periods:
-            py, co = rows["PyTorch PostLocalSGD k=%d" % k], rows.get("cocod CoCoD-SGD k=%d" % k)
-            if not co:
-                continue
-            t, m = py["step"], py["m"]
-            if not m:
-                continue
-            c = t - m / k
-            bound = t / max(c, m / k)
-            measured = py["s_epoch"] / co["s_epoch"]
-            within = abs(measured / bound - 1) <= 0.10
-            print("  %4d %8.2f %8.1f %8.2f %8.2f %8.2f %8.2f %+8.1f%% %s" % (
-                k, t, m, c, k * c / m, bound, measured, 100 * (measured / bound - 1), "" if within else "(outside 10%)"))
-            verdicts.append(within)
-        # 3. time to target: CoCoD-SGD against PostLocalSGD at its best period
-        pl = rows["PyTorch PostLocalSGD k=%d" % kstar]
-        co = rows.get("cocod CoCoD-SGD k=%d" % kstar)
-        if pl["hit"] and co and co["hit"]:
-            kc_m = kstar * (pl["step"] - pl["m"] / kstar) / pl["m"]
-            sooner = pl["hit"] / co["hit"]
-            print("# to %.2f: PostLocalSGD k=%d %.1f s, CoCoD-SGD k=%d %.1f s: %.2fx (k*c/m = %.2f at k=%d)" % (
-                target, kstar, pl["hit"], kstar, co["hit"], sooner, kc_m, kstar))
-        else:
-            print("# to %.2f: not reached by %s at k=%d" % (target, "PostLocalSGD" if not pl["hit"] else "CoCoD-SGD", kstar))
-        soonest = min((v["hit"], n) for n, v in rows.items() if n.startswith("cocod CoCoD-SGD k=") and v["hit"]) \
-            if any(n.startswith("cocod CoCoD-SGD k=") and v["hit"] for n, v in rows.items()) else None
-        if soonest and pl["hit"]:
-            met = pl["hit"] / soonest[0] >= 1.5
-            print("# to %.2f: CoCoD-SGD at its soonest period (%s) %.1f s: %.2fx against PostLocalSGD's best"
-                  " (target >= 1.5x: %s)" % (target, soonest[1].split(" ", 1)[1], soonest[0], pl["hit"] / soonest[0],
-                                            "met" if met else "NOT met"))
-            verdicts.append(met)
-        else:
-            print("# to %.2f: target >= 1.5x: NOT met (%s reached it)" % (
-                target, "no CoCoD-SGD run" if pl["hit"] else "PostLocalSGD never"))
-            verdicts.append(False)
-        # Overlap-Local-SGD: the family's overlap without the stale round, at the same period
-        ol = rows.get("cocod Overlap-Local-SGD k=%d" % kstar)
-        if pl["hit"] and ol and ol["hit"]:
-            print("# to %.2f: Overlap-Local-SGD k=%d %.1f s: %.2fx against PostLocalSGD k=%d" % (
-                target, kstar, ol["hit"], pl["hit"] / ol["hit"], kstar))
-        elif ol:
-            print("# to %.2f: Overlap-Local-SGD k=%d did not reach it (final %.4f)" % (target, kstar, ol["final"]))
-        # the control: cocod's Local-SGD is PostLocalSGD's algorithm
-        lo = rows.get("cocod Local-SGD k=%d" % kstar)
-        if lo:
-            print("# control, the same algorithm: cocod Local-SGD k=%d %.2f s/epoch, final %.4f; PostLocalSGD %.2f s/epoch,"
-                  " final %.4f" % (kstar, lo["s_epoch"], lo["final"], pl["s_epoch"], pl["final"]))
-        # 4. S-SGD against DDP: how much of each step's all-reduce is hidden (each run's own c)
-        for name, v in rows.items():
-            if (name.startswith("PyTorch DDP") or name.startswith("cocod S-SGD")) and v["m"]:
-                exposed = v["step"] - v["c"]
-                print("# %s: %.1f ms/step = c %.1f + %.1f exposed of an all-reduce of %.1f ms: %.1f ms (%.0f%%) hidden" % (
-                    name.split(" k=")[0], v["step"], v["c"], exposed, v["m"], v["m"] - exposed,
-                    100 * (v["m"] - exposed) / v["m"]))
-    print("# race: %s" % ("every verdict met" if all(verdicts) else "a verdict NOT met (see above)"))
+            print("\n## %s (%s)" % (part, model))
+            rows = rows_of(*parts[part], target, steps_per_epoch)
+            finals = dict(local_final)  # a Local-SGD of the part's own replaces the accuracy part's
+            finals.update({int(v["k"]): v["final"] for n, v in rows.items() if n.startswith("cocod Local-SGD k=")})
+            link_part(part, rows, finals, target, verdicts)
+        if "smoke" in parts:
+            print("\n## smoke")
+            print_rows(rows_of(*parts["smoke"], target, steps_per_epoch), target)
+    if not found:
+        sys.exit("race_table.py: no race_*_runs.csv in %s (benchmarks/peers/race.sh writes them)" % args.out)
+    if not verdicts:
+        print("# race: no verdict (the parts that give them are not in %s)" % args.out)
+    else:
+        print("# race: %s" % ("every verdict met" if all(verdicts) else "a verdict NOT met (see above)"))
 
 
 if __name__ == "__main__":
