@@ -86,6 +86,16 @@ TEST_CASE("the adaptive plan is a pure function of the measurements") {
   for (const auto& p : plans) CHECK(p.hiding_steps == 3);  // what OverlapDepth::automatic overlaps
   CHECK(start.hiding_steps == 0);                          // not measured yet
 
+  // a depth share of 1/2: the round is the smallest k with k c / 2 >= m, ceil(5 / 1.2) = 5, and
+  // the exchange still hides in 3 steps; a quarter: ceil(5 / 0.6) = 9, within the cap of 10
+  const Adaptive<> half{.max_period = 10, .depth_share = 0.5}, quarter{.max_period = 10, .depth_share = 0.25};
+  CHECK(half.replan(o, 0, 3, 48, start, m).period == 5);
+  CHECK(half.replan(o, 0, 3, 48, start, m).hiding_steps == 3);
+  CHECK(quarter.replan(o, 0, 3, 48, start, m).period == 9);
+  CHECK(quarter.replan(o, 0, 3, 48, start, m).hiding_steps == 3);
+  const Adaptive<> tight{.max_period = 4, .depth_share = 0.25};  // capped: k = 4, tau still 3
+  CHECK(tight.replan(o, 0, 3, 48, start, m).period == 4);
+  CHECK(tight.replan(o, 0, 3, 48, start, m).hiding_steps == 3);
   const Adaptive<> capped{.max_period = 2};
   CHECK(capped.replan(o, 0, 3, 48, start, m).period == 2);
   const Adaptive<> no_balance{.balance = false};
@@ -242,6 +252,9 @@ TEST_CASE("the all-reduce time a worker reports is its mean plus the margin of s
   }
   CHECK_THROWS_WITH_AS(Adaptive<>{.margin = -1.0}.validate(), "cocod::schedule::Adaptive: margin must be finite and >= 0 (got -1)",
                        std::invalid_argument);
+  for (const double share : {0.0, -0.5, 1.5, std::nan("")})
+    CHECK_THROWS_WITH_AS(Adaptive<>{.depth_share = share}.validate(),
+                         doctest::Contains("cocod::schedule::Adaptive: depth_share must be in (0, 1]"), std::invalid_argument);
 }
 
 TEST_CASE("one worker keeps its batch, and a free all-reduce gives k = 1") {

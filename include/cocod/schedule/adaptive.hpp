@@ -51,6 +51,11 @@ template <class Weight>
 ///   long then still ends on compute, off the knee of max(k c, m).
 /// - Plan::hiding_steps: that same smallest k, measured whether or not auto_period chooses the
 ///   period (what OverlapDepth::automatic overlaps), at most max_period or a longer fixed period.
+/// - depth_share: with auto_period, the share of the round that one exchange may take: k is the
+///   smallest with depth_share * k * c >= m. 1 (the default) is the rule above, where CoCoD-SGD's
+///   exchange spans its whole round; with OverlapDepth::automatic (tau = the hiding steps) a
+///   share s < 1 chooses a round about 1/s times as long, so the progress merged is a share s of
+///   a round stale instead of all of it, and the models are averaged less often.
 ///
 /// max_period caps the period only where auto_period chooses it; a fixed Options::period stands.
 ///
@@ -65,6 +70,7 @@ struct Adaptive {
   bool auto_period = true;       ///< choose k from measured compute and all-reduce times
   std::size_t max_period = 32;   ///< the largest k auto_period may choose
   double margin = 2.0;           ///< standard deviations of the measured all-reduce time added to its mean for auto_period
+  double depth_share = 1.0;      ///< with auto_period: the share of a round one exchange may take, in (0, 1]
   std::size_t first = 3;         ///< the first re-plan follows round `first` (round 0 is not measured)
   std::size_t every = 20;        ///< then one every `every` rounds
 
@@ -76,6 +82,8 @@ struct Adaptive {
     if (first == 0) fail("first", "must be >= 1 (round 0 includes start-up and is not measured)", first);
     if (every == 0) fail("every", "must be >= 1", every);
     if (!(margin >= 0.0) || !std::isfinite(margin)) invalid_setting("cocod::schedule::Adaptive", "margin", "must be finite and >= 0", margin);
+    if (!(depth_share > 0.0 && depth_share <= 1.0))
+      invalid_setting("cocod::schedule::Adaptive", "depth_share", "must be in (0, 1]", depth_share);
     lr.validate();
   }
 
@@ -122,9 +130,9 @@ struct Adaptive {
     if (std::isfinite(all_reduce)) {  // no all-reduce measured: keep the plan's
       // capped where no period this schedule runs could use more: max_period, or a longer fixed period
       const std::size_t cap = auto_period ? max_period : std::max(max_period, current.period);
-      const double k = std::ceil(all_reduce / step);
-      p.hiding_steps = k < 1.0 ? 1 : k >= static_cast<double>(cap) ? cap : static_cast<std::size_t>(k);
-      if (auto_period) p.period = p.hiding_steps;
+      auto steps = [cap](double k) { return k < 1.0 ? 1 : k >= static_cast<double>(cap) ? cap : static_cast<std::size_t>(k); };
+      p.hiding_steps = steps(std::ceil(all_reduce / step));
+      if (auto_period) p.period = std::max(p.hiding_steps, steps(std::ceil(all_reduce / (depth_share * step))));
     }
     return p;
   }
