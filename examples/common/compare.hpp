@@ -26,7 +26,13 @@ template <class Runner>
 void print_setup(const Runner& runner, const Args& args, std::size_t parameters, std::size_t bytes, bool throttle,
                  const cocod::comm::Link& link, double step_s) {
   const double m = link.all_reduce_seconds(bytes, runner.size());
-  const std::string k = args.auto_period ? "auto (<= " + std::to_string(args.max_period) + ")" : std::to_string(args.period);
+  std::string k = args.auto_period ? "auto (<= " + std::to_string(args.max_period) : std::to_string(args.period);
+  if (args.auto_period) {  // the keys whose exchange may take only a share of the round
+    for (const auto& key : args.algorithms)
+      if (const double share = depth_share_for(key, args); share != 1.0 && !per_step(key))
+        k += "; " + display_name(key) + ": depth share " + cli::number_text(share);
+    k += ")";
+  }
   std::printf("# %d workers (%s), k = %s, %zu parameters (%zu bytes per all-reduce), batch %zu per worker, sampling %s\n",
               runner.size(), runner.name(), k.c_str(), parameters, bytes, args.batch, cli::join(args.samplings).c_str());
   for (std::size_t r = 0; r < args.slowdown.size(); ++r)

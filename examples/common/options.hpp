@@ -33,6 +33,7 @@ struct Args {
   bool link_given = false;       // --bandwidth or --latency on the command line
   bool auto_period = false;      // --period auto: the smallest k with k*c >= m + 2 sd(m), re-measured
   std::size_t max_period = 32;
+  std::optional<double> depth_share;  // --depth-share; nullopt: auto (depth_share_for())
   std::vector<std::string> samplings{"equal"};  // and/or "proportional" (from measured speeds)
   std::vector<double> slowdown;  // per rank, 1 = normal speed (empty: nobody slowed)
   bool cosine = false;           // --lr-schedule cosine
@@ -119,13 +120,14 @@ inline CLI::Validator whole_or(std::vector<std::string> words, unsigned long lon
       "");
 }
 
-/// A number >= 0 or "auto".
-inline CLI::Validator real_or_auto(double max) {
+/// A number in [min, max] (above min when `above`) or "auto".
+inline CLI::Validator real_or_auto(double max, double min = 0, bool above = false) {
   return CLI::Validator(
       [=](std::string& text) {
         double v = 0;
-        if (text == "auto" || cli::parse_real(text, 0, max, false, false, v)) return std::string();
-        return "needs a number from 0 to " + cli::number_text(max) + " or 'auto'" + cli::got(text);
+        if (text == "auto" || cli::parse_real(text, min, max, above, false, v)) return std::string();
+        return "needs a number " + std::string(above ? "above " : "from ") + cli::number_text(min) + (above ? " up to " : " to ") +
+               cli::number_text(max) + " or 'auto'" + cli::got(text);
       },
       "");
 }
@@ -142,6 +144,7 @@ class Cli {
     text_.sampling = cli::join(a_.samplings);
     text_.latency = a_.latency_us ? cli::number_text(*a_.latency_us) : "auto";
     text_.lr_schedule = a_.cosine ? "cosine" : "constant";
+    text_.depth_share = a_.depth_share ? cli::number_text(*a_.depth_share) : "auto";
     add_algorithms();
     add_link();
     add_training();
@@ -174,7 +177,7 @@ class Cli {
   Args a_;
   CLI::App app_;
   struct {
-    std::string algo, period, sampling, latency, lr_schedule, overlap_depth = "k";
+    std::string algo, period, sampling, latency, lr_schedule, overlap_depth = "k", depth_share = "auto";
     std::vector<std::string> slowdown;  // one entry per --slowdown
   } text_;  // options read as text, turned into a_'s fields by settings()
   bool no_progress_ = false;
@@ -197,6 +200,12 @@ inline void Cli::add_algorithms() {
       ->type_name("K|auto")->capture_default_str()->check(whole_or({"auto"}, 1, 1000000))->group(g);
   app_.add_option("--max-period", a_.max_period, "the largest k that --period auto may choose")
       ->type_name("K")->capture_default_str()->check(cli::whole(1, 1000000))->group(g);
+  app_.add_option("--depth-share", text_.depth_share,
+                  "with --period auto: the share of a round that one exchange may take\n"
+                  "(k = the smallest k with S*k*compute >= one all-reduce); 'auto': 1, and\n"
+                  "for cocod with --overlap-depth auto (+dauto) the share that reached a\n"
+                  "target accuracy soonest in the race (docs/guide.md)")
+      ->type_name("S|auto")->capture_default_str()->check(real_or_auto(1, 0, true))->group(g);
   app_.add_option("--sampling", text_.sampling,
                   "equal, proportional or both (comma-separated): batch sizes equal, or\n"
                   "proportional to the workers' speeds measured during the run")
@@ -356,6 +365,7 @@ inline Args Cli::settings() const {
   }
   a.auto_period = text_.period == "auto";
   if (!a.auto_period) a.period = std::stoull(text_.period);
+  if (text_.depth_share != "auto") a.depth_share = std::stod(text_.depth_share);
   a.samplings = cli::split(text_.sampling);
   for (const auto& item : cli::split(cli::join(text_.slowdown))) {
     const auto colon = item.find(':');

@@ -113,9 +113,22 @@ inline Settings settings_for(const std::string& key, const Args& args) {
   return s;
 }
 
+/// --depth-share auto with --period auto: CoCoD-SGD with the automatic depth gets a round twice
+/// as long as one exchange needs, which overlaps its second half (the share whose progress,
+/// half a round stale, took the fewest epochs in the race's accuracy part, docs/benchmarks.md);
+/// every other algorithm 1.
+inline constexpr double joint_depth_share = 0.5;
+
+/// The share of a round one exchange may take under --period auto (Adaptive::depth_share).
+inline double depth_share_for(const std::string& key, const Args& args) {
+  const bool joint = args.auto_period && Variant::parse(key).base == "cocod" && settings_for(key, args).depth.is_automatic();
+  return args.depth_share.value_or(joint ? joint_depth_share : 1.0);
+}
+
 inline Schedule schedule_for(const std::string& key, const std::string& sampling, const Args& args) {
   return {.lr = LearningRate{args.cosine}, .balance = sampling == "proportional",
-          .auto_period = args.auto_period && !per_step(key), .max_period = args.max_period};
+          .auto_period = args.auto_period && !per_step(key), .max_period = args.max_period,
+          .depth_share = depth_share_for(key, args)};
 }
 
 /// The callbacks one worker runs with: progress bar, CSV log, snapshots for the curve.
