@@ -13,6 +13,8 @@
 #             models are the same bits on every link): at k = 8, 16, 32 Local-SGD, CoCoD-SGD at
 #             overlap depths k, k/2 and k/4, blocking DiLoCo (Local-SGD with DiLoCo's outer step)
 #             and delayed DiLoCo, eager and naive; no link limit (about 25 minutes)
+#   delay     blocking, eager and naive delayed DiLoCo with gentler outer steps: outer momentum
+#             0.5, and plain averaging (outer SGD, lr 1, no momentum); no link limit (20 minutes)
 #   1gbit, 100mbit, 10mbit
 #             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
 #             each (and DDP at 1 Gbit/s); cocod's sweep the way a user would choose: the period k
@@ -32,13 +34,13 @@ bench_help "$0" "${1:-}"
 parts=() out="$COCOD_ROOT/results/benchmarks"
 for a in "$@"; do
   case "$a" in
-    accuracy|1gbit|100mbit|10mbit|cnn|smoke) parts+=("$a") ;;
-    all) parts+=(accuracy 1gbit 100mbit 10mbit cnn) ;;
+    accuracy|delay|1gbit|100mbit|10mbit|cnn|smoke) parts+=("$a") ;;
+    all) parts+=(accuracy delay 1gbit 100mbit 10mbit cnn) ;;
     -*) echo "benchmarks/peers/race.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
     *) out="$a" ;;
   esac
 done
-[ ${#parts[@]} -gt 0 ] || parts=(accuracy 1gbit 100mbit 10mbit cnn)
+[ ${#parts[@]} -gt 0 ] || parts=(accuracy delay 1gbit 100mbit 10mbit cnn)
 workers="${WORKERS:-4}"
 epochs="${EPOCHS:-5}"
 exe="$BENCH_BUILD/examples/torch_fashion_mnist/torch_fashion_mnist"
@@ -83,21 +85,25 @@ pytorch() {  # RATE ALGO K NAME [torch_mlp.py options]
     END { printf "%s,%s,%s,%s,%s,%s,%s,%s,-\n", name, rate, k, c, m, w, e, s }' "$log" >>"$runs"
 }
 
-cocod() {  # RATE ALGOS K [example options]: RATE "none" runs on the plain loopback, without shaping
+# RATE "none" runs on the plain loopback, without shaping; SUFFIX (a variable) is appended to
+# every row's name, for runs whose example options change a rule's setting.
+cocod() {  # RATE ALGOS K [example options]
   local tmp="$out/${tag}_tmp.csv" run=(mpiexec --allow-run-as-root --oversubscribe -n "$workers")
   local log
-  log=$(log_of "$2 k$3 $1")
+  log=$(log_of "$2$suffix k$3 $1")
   rm -f "$tmp"
   [ "$1" = none ] || run=(shaped_mpiexec 3600 "$workers")
   RATE="$1" "${run[@]}" "$exe" --model "$model" --comm mpi --algo "$2" --period "$3" "${common[@]}" \
     --curve-of "${CURVE_OF:-consensus}" --no-progress --curve "$tmp" "${@:4}" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
   grep -E "one local step|^  " "$log" || true
-  awk -F, -v rate="$1" -v k="$3" 'NR > 1 { printf "cocod %s k=%s,%s,%s,%s,%s\n", $1, k, rate, $3, $4, $5 }' "$tmp" >>"$curves"
-  awk -v rate="$1" -v k="$3" '
+  awk -F, -v rate="$1" -v k="$3" -v sx="$suffix" 'NR > 1 { printf "cocod %s%s k=%s,%s,%s,%s,%s\n", $1, sx, k, rate, $3, $4, $5 }' \
+    "$tmp" >>"$curves"
+  awk -v rate="$1" -v k="$3" -v sx="$suffix" '
     /one local step c =/ { for (i = 2; i < NF; i++) if ($i == "=" && $(i - 1) == "c") c = $(i + 1) }
     /^  / { m = ($1 == "S-SGD") ? $8 / $4 : $8  # S-SGD: the k all-reduces of a round
-            printf "cocod %s k=%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, k, rate, $4, c, m, $13, $3, $12, $14 }' "$log" >>"$runs"
+            printf "cocod %s%s k=%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, sx, k, rate, $4, c, m, $13, $3, $12, $14 }' "$log" >>"$runs"
 }
+suffix=""
 
 # PyTorch at RATE, at each of PERIODS: PostLocalSGD, DiLoCo float32 and float16.
 pytorch_sweep() {  # RATE PERIODS
@@ -109,14 +115,17 @@ pytorch_sweep() {  # RATE PERIODS
   done
 }
 
-# The rows of cocod's sweep at one period, one setting changed at a time: compression (none,
-# int8), fragments (1, 4), the outer step (off, on), the merge (CoCoD-SGD's add-back, delayed
-# DiLoCo's eager start). SLOW: only the int8 + 4 fragments rows, where a 10 Mbit/s link cannot
-# carry the others at this period in the run's time (their exchange outlasts a round many times).
+# The rows of cocod's sweep at one period, from CoCoD-SGD with the automatic depth one setting
+# changed at a time: compression (int8), the outer step (DiLoCo's), both with 4 fragments, and
+# the merge (delayed DiLoCo's eager start for CoCoD-SGD's add-back). SLOW: only the int8 + 4
+# fragments rows, where a 10 Mbit/s link cannot carry the others at this period in the run's
+# time (their exchange outlasts a round many times).
 sweep_rows() {  # [slow]
-  local rows="cocod+dauto+int8+f4,cocod+dauto+outer+int8+f4,diloco-delayed+int8+f4"
-  [ "${1:-}" = slow ] || rows="cocod+dauto,cocod+dauto+int8,diloco-delayed,$rows"
-  echo "$rows"
+  if [ "${1:-}" = slow ]; then
+    echo "cocod+dauto+int8+f4,cocod+dauto+outer+int8+f4,diloco-delayed+int8+f4"
+  else
+    echo "cocod+dauto,cocod+dauto+int8,cocod+dauto+outer,cocod+dauto+int8+f4,cocod+dauto+outer+int8+f4,diloco-delayed"
+  fi
 }
 
 link_part() {  # RATE PYTORCH_PERIODS COCOD_PERIODS [SLOW_PERIODS]
@@ -128,7 +137,7 @@ link_part() {  # RATE PYTORCH_PERIODS COCOD_PERIODS [SLOW_PERIODS]
     if [[ " ${4:-} " == *" $k "* ]]; then cocod "$1" "$(sweep_rows slow)" "$k"; else cocod "$1" "$(sweep_rows)" "$k"; fi
   done
   # the automatic period with the automatic depth: what a user gets without choosing (capped at 64)
-  cocod "$1" cocod+dauto,cocod+dauto+int8+f4 auto --max-period 64
+  cocod "$1" cocod+dauto,cocod+dauto+outer,cocod+dauto+int8+f4,cocod+dauto+outer+int8+f4 auto --max-period 64
 }
 
 for p in "${parts[@]}"; do
@@ -138,14 +147,20 @@ for p in "${parts[@]}"; do
       for k in 8 16 32; do
         cocod none "local,cocod,cocod+d$((k / 2)),cocod+d$((k / 4)),local+outer,diloco-delayed,diloco-delayed+delayed" "$k"
       done ;;
+    delay)  # delayed DiLoCo and blocking DiLoCo with gentler outer steps than DiLoCo's
+      begin_part mlp delay "$epochs"
+      for k in 8 16 32; do
+        suffix="[m=0.5]" cocod none local+outer,diloco-delayed,diloco-delayed+delayed "$k" --outer-momentum 0.5
+        suffix="[avg]" cocod none local+outer,diloco-delayed,diloco-delayed+delayed "$k" --outer sgd --outer-lr 1 --outer-momentum 0
+      done ;;
     1gbit) link_part 1gbit "4 8 16" "4 8 16 32" ;;
-    100mbit) link_part 100mbit "16 32 64" "8 16 32 64" ;;
+    100mbit) link_part 100mbit "16 32 64" "8 16 32" ;;
     10mbit) link_part 10mbit "32 64 128" "8 16 32 64" "8 16 32" ;;
     cnn)
       begin_part cnn 100mbit "$epochs"
       pytorch_sweep 100mbit "8 16 32"
-      for k in 8 16 32; do cocod 100mbit local,cocod+dauto,cocod+dauto+int8+f4,diloco-delayed+int8+f4 "$k"; done
-      cocod 100mbit cocod+dauto,cocod+dauto+int8+f4 auto --max-period 64 ;;
+      for k in 8 16 32; do cocod 100mbit local,cocod+dauto,cocod+dauto+outer,cocod+dauto+outer+int8+f4,diloco-delayed "$k"; done
+      cocod 100mbit cocod+dauto,cocod+dauto+outer,cocod+dauto+outer+int8+f4 auto --max-period 64 ;;
     smoke)  # a few steps of each kind of run, to check that the parts' commands work
       begin_part mlp smoke 0.02
       pytorch 1gbit postlocal 2 "PyTorch PostLocalSGD"

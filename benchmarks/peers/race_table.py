@@ -88,8 +88,9 @@ def soonest(rows, prefix):
     return min(hits) if hits else None
 
 
-def accuracy_part(rows, target, verdicts):
-    """The rules side by side at each k, and verdict 3."""
+def accuracy_part(rows, target, verdicts, settings=("",)):
+    """The rules side by side at each k, and verdict 3 (the delay part: the same comparison for
+    each outer setting in SETTINGS, explanatory, counted as no verdict)."""
     print("# epochs to %.2f and final accuracy at each period (no link limit; the same bits on every link)" % target)
     periods = sorted({int(v["k"]) for v in rows.values()})
     print("# %4s %-34s %8s %8s" % ("k", "rule", "epochs", "final"))
@@ -98,8 +99,8 @@ def accuracy_part(rows, target, verdicts):
             if int(v["k"]) == k:
                 print("  %4d %-34s %8s %8.4f" % (k, n.split(" ", 1)[1].rsplit(" k=", 1)[0],
                                                  "-" if v["hit_epoch"] is None else "%.2f" % v["hit_epoch"], v["final"]))
-    for k in periods:
-        blocking, eager, naive = (rows.get("cocod %s k=%d" % (r, k)) for r in
+    for k, setting in ((k, x) for x in settings for k in periods):
+        blocking, eager, naive = (rows.get("cocod %s%s k=%d" % (r, setting, k)) for r in
                                   ("Local-SGD+outer", "Delayed-DiLoCo", "Delayed-DiLoCo+delayed"))
         if not (blocking and eager):
             continue
@@ -108,6 +109,11 @@ def accuracy_part(rows, target, verdicts):
         worst = max(gaps) if gaps else float("nan")
         met = bool(gaps) and worst <= POINTS + 1e-12
         naive_gap = max(blocking["by_epoch"][e] - naive["by_epoch"].get(e, float("nan")) for e in epochs) if naive else None
+        if setting:
+            print("# k=%d, outer %s: eager delayed DiLoCo at most %.2f points below blocking DiLoCo at epochs %s (naive"
+                  " delayed: %s)" % (k, setting, 100 * worst, ",".join(map(str, epochs)),
+                                     "-" if naive_gap is None else "%.2f" % (100 * naive_gap)))
+            continue
         print("# k=%d: eager delayed DiLoCo at most %.2f points below blocking DiLoCo at epochs %s (naive delayed: %s)"
               " (target <= 0.2: %s)" % (k, 100 * worst, ",".join(map(str, epochs)),
                                        "-" if naive_gap is None else "%.2f" % (100 * naive_gap), "met" if met else "NOT met"))
@@ -191,8 +197,11 @@ def main():
             print("\n## accuracy")
             accuracy_part(rows, target, verdicts)
             local_final = {int(v["k"]): v["final"] for n, v in rows.items() if n.startswith("cocod Local-SGD k=")}
+        if "delay" in parts:
+            print("\n## delay: outer momentum 0.5 ([m=0.5]) and plain averaging, outer SGD lr 1 ([avg])")
+            accuracy_part(rows_of(*parts["delay"], target, steps_per_epoch), target, verdicts, ("[m=0.5]", "[avg]"))
         for part in parts:
-            if part in ("accuracy", "smoke"):
+            if part in ("accuracy", "delay", "smoke"):
                 continue
             print("\n## %s (%s)" % (part, model))
             rows = rows_of(*parts[part], target, steps_per_epoch)
