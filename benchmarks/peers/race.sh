@@ -172,4 +172,5 @@ for p in "${parts[@]}"; do
   esac
 done
 
-"$COCOD_ROOT/benchmarks/peers/race_table.py" "$out" | tee "$out/race.txt"
+"$COCOD_ROOT/benchmarks/peers/race_table.py" "$out" --target "${TARGET:-0.86}" --target-cnn "${TARGET_CNN:-0.88}" \
+  --workers "$workers" | tee "$out/race.txt"

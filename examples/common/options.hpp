@@ -366,6 +366,7 @@ inline Args Cli::settings() const {
   a.auto_period = text_.period == "auto";
   if (!a.auto_period) a.period = std::stoull(text_.period);
   if (text_.depth_share != "auto") a.depth_share = std::stod(text_.depth_share);
+  if (a.depth_share && !a.auto_period) cli::refuse(program_, "--depth-share needs --period auto (a fixed period stands)");
   a.samplings = cli::split(text_.sampling);
   for (const auto& item : cli::split(cli::join(text_.slowdown))) {
     const auto colon = item.find(':');
