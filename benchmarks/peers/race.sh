@@ -12,15 +12,16 @@
 #   accuracy  the rules' accuracy, which does not depend on the link (at a fixed k and depth the
 #             models are the same bits on every link): at k = 8, 16, 32 Local-SGD, CoCoD-SGD at
 #             overlap depths k, k/2 and k/4, blocking DiLoCo (Local-SGD with DiLoCo's outer step)
-#             and delayed DiLoCo, eager and naive; no link limit (about 25 minutes)
+#             and delayed DiLoCo, eager and naive; no link limit (about 30 minutes)
 #   delay     blocking, eager and naive delayed DiLoCo with gentler outer steps: outer momentum
-#             0.5, and plain averaging (outer SGD, lr 1, no momentum); no link limit (20 minutes)
+#             0.5, and plain averaging (outer SGD, lr 1, no momentum); no link limit (35 minutes)
 #   1gbit, 100mbit, 10mbit
 #             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
 #             each (and DDP at 1 Gbit/s); cocod's sweep the way a user would choose: the period k
 #             with the automatic overlap depth, compression none or int8, fragments 1 or 4, the
 #             outer step on or off, add-back (CoCoD-SGD) or eager (delayed DiLoCo), and the
-#             automatic period with the automatic depth (about 40 minutes each)
+#             automatic period with the automatic depth (1gbit 55 minutes, 100mbit 50,
+#             10mbit 87: its uncompressed rows at k = 64 wait 5 s for each exchange)
 #   cnn       the CNN at 100 Mbit/s, a smaller sweep (TARGET_CNN, default 0.88; about 35 minutes)
 #   all       every part in turn;  smoke: a few steps of every kind of run (the test suite's)
 # benchmarks/peers/race_table.py prints the tables and verdicts from whatever parts are there.

@@ -116,6 +116,10 @@ def accuracy_part(rows, target, verdicts, settings=("",)):
         met = bool(gaps) and worst <= POINTS + 1e-12
         naive_gaps = [blocking["by_epoch"][e] - naive["by_epoch"][e] for e in epochs if naive and e in naive["by_epoch"]]
         naive_gap = max(naive_gaps) if naive_gaps else None
+        print("#   k=%d%s, accuracy at each epoch, blocking / eager / naive: %s" % (k, setting and " " + setting, "  ".join(
+            "%d: %.3f/%.3f/%s" % (e, blocking["by_epoch"][e], eager["by_epoch"][e],
+                                  "%.3f" % naive["by_epoch"][e] if naive and e in naive["by_epoch"] else "-")
+            for e in epochs)))
         if setting:
             print("# k=%d, outer %s: eager delayed DiLoCo at most %.2f points below blocking DiLoCo at epochs %s (naive"
                   " delayed: %s)" % (k, setting, 100 * worst, ",".join(map(str, epochs)),

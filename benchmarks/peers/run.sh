@@ -2,13 +2,16 @@
 # cocod against what users would pick instead, PyTorch 1.13 (Debian's python3-torch, CPU, gloo,
 # one thread per process), 4 workers on a tbf-shaped loopback, in two parts:
 # 1. the race on identical compute (benchmarks/peers/race.sh): cocod driving the same libtorch
-#    MLP from C++, at 1 Gbit/s and 100 Mbit/s; skipped when the libtorch example is not built;
+#    MLP from C++ against PyTorch's PostLocalSGD, DiLoCo and DDP, in parts (RACE_PARTS, default
+#    all: accuracy delay 1gbit 100mbit 10mbit cnn, about 4 hours here); skipped when the libtorch
+#    example is not built;
 # 2. cocod's own Eigen MLP against PyTorch on the same data order, batch sizes, learning rate and
 #    schedule at 1 Gbit/s: what a user gets, where most of the gap is compute.
 # Time per epoch and time to TARGET accuracy.
 #
 #   benchmarks/peers/run.sh [OUT_DIR]      (root; BUILD=build/bench, WORKERS=4, TARGET=0.88 for
-#                                           part 2; PARTS="race eigen", CURVE_OF=consensus|rank0)
+#                                           part 2; PARTS="race eigen", RACE_PARTS="all",
+#                                           CURVE_OF=consensus|rank0)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 bench_help "$0" "${1:-}"
@@ -22,7 +25,8 @@ mkdir -p "$out"
 parts="${PARTS:-race eigen}"
 if [[ " $parts " == *" race "* ]]; then
   if [ -x "$BENCH_BUILD/examples/torch_fashion_mnist/torch_fashion_mnist" ]; then
-    "$(dirname "${BASH_SOURCE[0]}")/race.sh" "$out"
+    # shellcheck disable=SC2086  # the parts are words
+    "$(dirname "${BASH_SOURCE[0]}")/race.sh" ${RACE_PARTS:-all} "$out"
   else
     echo "# race: skipped (no $BENCH_BUILD/examples/torch_fashion_mnist: the build found no libtorch)"
   fi
