@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/demo's closing recommendation (demo_recommendation in scripts/lib/common.sh) on the
+# scripts/demo's closing recommendation (demo_recommendation in scripts/lib/recommend.sh) on the
 # demo's header line: it must print the sample that docs/fashion-mnist.md shows, and the period
 # 8 with the run's options for a link whose exchange costs more than 4 local steps; nothing
 # without the header line.
@@ -7,8 +7,8 @@
 set -euo pipefail
 src="$1" work="$2"
 rm -rf "$work" && mkdir -p "$work"
-# shellcheck source=../scripts/lib/common.sh
-source "$src/scripts/lib/common.sh"
+# shellcheck source=../scripts/lib/recommend.sh
+source "$src/scripts/lib/recommend.sh"
 header() { echo "# link: $1 Gbit/s, latency 50.0 us -> one all-reduce m = $2 ms; one local step c = $3 ms"; }
 header 1 11.587 5.661 >"$work/fast.txt"
 demo_recommendation "$work/fast.txt" >"$work/fast.out"
