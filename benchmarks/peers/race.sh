@@ -8,7 +8,7 @@
 # Every curve point on both sides is the consensus (cocod: the workers' weighted average model;
 # PostLocalSGD and DiLoCo: at a round's end, where every worker holds the same model).
 #
-# It runs in parts (each under an hour here except 10mbit, 87 minutes), and each part's files stand alone:
+# It runs in parts, each under an hour here (measured 2026-12-03), and each part's files stand alone:
 #   accuracy  the rules' accuracy, which does not depend on the link (at a fixed k and depth the
 #             models are the same bits on every link): at k = 8, 16, 32 Local-SGD, CoCoD-SGD at
 #             overlap depths k, k/2 and k/4, blocking DiLoCo (Local-SGD with DiLoCo's outer step)
@@ -17,11 +17,15 @@
 #             0.5, and plain averaging (outer SGD, lr 1, no momentum); no link limit (35 minutes)
 #   1gbit, 100mbit, 10mbit
 #             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
-#             each (and DDP at 1 Gbit/s); cocod's sweep the way a user would choose: the period k
-#             with the automatic overlap depth, compression none or int8, fragments 1 or 4, the
-#             outer step on or off, add-back (CoCoD-SGD) or eager (delayed DiLoCo), and the
-#             automatic period with the automatic depth (1gbit 55 minutes, 100mbit 50,
-#             10mbit 87: its uncompressed rows at k = 64 wait 5 s for each exchange)
+#             each (and DDP at 1 Gbit/s), and cocod the way a user gets it without choosing: the
+#             automatic period with the automatic overlap depth, with and without the outer step,
+#             int8 and 4 fragments (1gbit 21 minutes, 100mbit 25, 10mbit 40)
+#   1gbit-sweep, 100mbit-sweep, 10mbit-sweep
+#             the same link, cocod's sweep the way a user would choose: the period k with the
+#             automatic overlap depth, compression none or int8, fragments 1 or 4, the outer step
+#             on or off, add-back (CoCoD-SGD) or eager (delayed DiLoCo); race_table.py joins it to
+#             the link's part (1gbit-sweep 32 minutes, 100mbit-sweep 27, 10mbit-sweep 47: its
+#             uncompressed rows at k = 64 wait 5 s for each exchange)
 #   cnn       the CNN at 100 Mbit/s, a smaller sweep (TARGET_CNN, default 0.88; about 35 minutes)
 #   all       every part in turn;  smoke: a few steps of every kind of run (the test suite's)
 # benchmarks/peers/race_table.py prints the tables and verdicts from whatever parts are there.
@@ -32,16 +36,17 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 bench_help "$0" "${1:-}"
+all_parts=(accuracy delay 1gbit 1gbit-sweep 100mbit 100mbit-sweep 10mbit 10mbit-sweep cnn)
 parts=() out="$COCOD_ROOT/results/benchmarks"
 for a in "$@"; do
   case "$a" in
-    accuracy|delay|1gbit|100mbit|10mbit|cnn|smoke) parts+=("$a") ;;
-    all) parts+=(accuracy delay 1gbit 100mbit 10mbit cnn) ;;
+    accuracy|delay|1gbit|100mbit|10mbit|1gbit-sweep|100mbit-sweep|10mbit-sweep|cnn|smoke) parts+=("$a") ;;
+    all) parts+=("${all_parts[@]}") ;;
     -*) echo "benchmarks/peers/race.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
     *) out="$a" ;;
   esac
 done
-[ ${#parts[@]} -gt 0 ] || parts=(accuracy delay 1gbit 100mbit 10mbit cnn)
+[ ${#parts[@]} -gt 0 ] || parts=("${all_parts[@]}")
 workers="${WORKERS:-4}"
 epochs="${EPOCHS:-5}"
 exe="$BENCH_BUILD/examples/torch_fashion_mnist/torch_fashion_mnist"
@@ -129,16 +134,21 @@ sweep_rows() {  # [slow]
   fi
 }
 
-link_part() {  # RATE PYTORCH_PERIODS COCOD_PERIODS [SLOW_PERIODS]
-  local k
+# One link: PyTorch's sweep and cocod's automatic period with the automatic depth (capped at 64).
+link_part() {  # RATE PYTORCH_PERIODS
   begin_part mlp "$1" "$epochs"
   pytorch_sweep "$1" "$2"
   [ "$1" = 1gbit ] && pytorch "$1" ddp 1 "PyTorch DDP"
-  for k in $3; do
-    if [[ " ${4:-} " == *" $k "* ]]; then cocod "$1" "$(sweep_rows slow)" "$k"; else cocod "$1" "$(sweep_rows)" "$k"; fi
-  done
-  # the automatic period with the automatic depth: what a user gets without choosing (capped at 64)
   cocod "$1" cocod+dauto,cocod+dauto+outer,cocod+dauto+int8+f4,cocod+dauto+outer+int8+f4 auto --max-period 64
+}
+
+# cocod's sweep over the period at one link (the part RATE-sweep).
+sweep_part() {  # RATE COCOD_PERIODS [SLOW_PERIODS]
+  local k
+  begin_part mlp "$1-sweep" "$epochs"
+  for k in $2; do
+    if [[ " ${3:-} " == *" $k "* ]]; then cocod "$1" "$(sweep_rows slow)" "$k"; else cocod "$1" "$(sweep_rows)" "$k"; fi
+  done
 }
 
 for p in "${parts[@]}"; do
@@ -154,9 +164,12 @@ for p in "${parts[@]}"; do
         suffix="[m=0.5]" cocod none local+outer,diloco-delayed,diloco-delayed+delayed "$k" --outer-momentum 0.5
         suffix="[avg]" cocod none local+outer,diloco-delayed,diloco-delayed+delayed "$k" --outer sgd --outer-lr 1 --outer-momentum 0
       done ;;
-    1gbit) link_part 1gbit "4 8 16" "4 8 16 32" ;;
-    100mbit) link_part 100mbit "16 32 64" "8 16 32" ;;
-    10mbit) link_part 10mbit "32 64 128" "8 16 32 64" "8 16 32" ;;
+    1gbit) link_part 1gbit "4 8 16" ;;
+    100mbit) link_part 100mbit "16 32 64" ;;
+    10mbit) link_part 10mbit "32 64 128" ;;
+    1gbit-sweep) sweep_part 1gbit "4 8 16 32" ;;
+    100mbit-sweep) sweep_part 100mbit "8 16 32" ;;
+    10mbit-sweep) sweep_part 10mbit "8 16 32 64" "8 16 32" ;;
     cnn)
       begin_part cnn 100mbit "$epochs"
       pytorch_sweep 100mbit "8 16 32"

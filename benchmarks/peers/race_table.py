@@ -4,7 +4,7 @@ race_MODEL_PART_runs.csv (one line per run: k, c, m, wall time, epochs, seconds 
 megabytes per epoch) and race_MODEL_PART_curve.csv (test accuracy against wall time, every point
 the consensus). Parts that are missing are left out; the verdicts need their parts.
 
-Verdicts, per link (a part named after its rate):
+Verdicts, per link (a part named after its rate, joined with its sweep part RATE-sweep):
   1. cocod's best run reaches TARGET sooner than PyTorch's best by at least 0.9 / (1 - f), f the
      share of the communication in PyTorch's best run (the most that overlapping alone can win
      at equal epochs), and by at least 2x at 10 Mbit/s;
@@ -37,7 +37,9 @@ def load(out, model):
             runs = list(csv.DictReader(f))
         with open(curve_path) as f:
             curve = list(csv.DictReader(f))
-        parts[part] = (runs, curve)
+        base = part[:-len("-sweep")] if part.endswith("-sweep") else part  # a link's sweep joins its part
+        old_runs, old_curve = parts.get(base, ([], []))
+        parts[base] = (old_runs + runs, old_curve + curve)
     return parts
 
 
@@ -150,6 +152,8 @@ def link_part(rate, rows, local_final, target, verdicts):
         print("# target: cocod's best %.2fx sooner than PyTorch's best (f = %.3f: at least %.2fx): %s" % (
             py[0] / co[0], f, need, "met" if met else "NOT met"))
         verdicts.append(met)
+    elif co and not any(n.startswith("PyTorch") for n in rows):
+        print("# target: no PyTorch run at this link (its part, %s, is not there; no verdict)" % rate)
     elif co:  # no PyTorch run reached it: each one's whole run is a lower bound on its time
         bound = min((v["wall"], n) for n, v in rows.items() if n.startswith("PyTorch"))
         f, need = need_of(bound[1])
