@@ -19,7 +19,7 @@
 #             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
 #             each (and DDP at 1 Gbit/s), and cocod the way a user gets it without choosing: the
 #             automatic period with the automatic overlap depth, with and without the outer step,
-#             int8 and 4 fragments (1gbit 21 minutes, 100mbit 25, 10mbit 40)
+#             int8 and 4 fragments (1gbit 21 minutes, 100mbit 22, 10mbit 40)
 #   1gbit-sweep, 100mbit-sweep, 10mbit-sweep
 #             the same link, cocod's sweep the way a user would choose: the period k with the
 #             automatic overlap depth, compression none or int8, fragments 1 or 4, the outer step
