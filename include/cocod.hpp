@@ -8,6 +8,7 @@
 #include "cocod/options.hpp"
 #include "cocod/stop.hpp"
 #include "cocod/report.hpp"
+#include "cocod/events.hpp"
 
 #include "cocod/model/concepts.hpp"
 #include "cocod/model/parameter_pack.hpp"

@@ -207,6 +207,7 @@ TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agree
   for (std::size_t cap : {32u, 3u}) {
     const cocod::comm::Link link{.latency = cap == 3 ? 0.006 : 0.0015, .bandwidth = 1e12};  // 2 * (3 - 1) * latency
     std::vector<std::vector<std::size_t>> periods(3);
+    std::vector<cocod::Event> replans;  // rank 0's
     const cocod::Options o{.learning_rate = 0.01, .period = 1, .batch_size = 16, .seed = 3};
     cocod::comm::Threads::run(3, [&](cocod::comm::Threads inner) {
       const int r = inner.rank();
@@ -214,6 +215,7 @@ TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agree
       Sleepy model(r, 1.0, std::chrono::microseconds(100));
       using S = Adaptive<>;
       cocod::Optimizer<Sleepy, decltype(comm), S> opt{comm, o, S{.balance = false, .max_period = cap, .margin = 0.0, .every = 4}};
+      if (r == 0) opt.on_event([&](const cocod::Event& e) { replans.push_back(e); });
       const auto rep = opt.optimize(model, cocod::Steps{80});
       for (const auto& round : rep.rounds) periods[static_cast<std::size_t>(r)].push_back(round.period);
     });
@@ -228,6 +230,15 @@ TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agree
       CHECK(k >= 4);
       CHECK(k <= 5);
     }
+    // the sink was told of the first change, with what was measured
+    REQUIRE(!replans.empty());
+    const cocod::Event& e = replans.front();
+    CHECK(e.kind == cocod::Event::Kind::replanned);
+    CHECK(e.old_period == 1);
+    CHECK(e.new_period > 1);
+    CHECK(e.exchange_s > 0.0);
+    CHECK(e.sample_s > 50e-6);  // 100 us of sleep per sample
+    CHECK(e.message.rfind("replanned: period 1 -> " + std::to_string(e.new_period) + ", hiding steps ", 0) == 0);
   }
 }
 

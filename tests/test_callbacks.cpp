@@ -182,3 +182,19 @@ TEST_CASE("CsvLogger reports a write that fails (a full disk) instead of losing 
   CHECK_THROWS_WITH_AS(logger.on_end(cocod::Report{}),
                        "cocod::callbacks::CsvLogger: writing '/dev/full' failed (is the disk full?)", std::runtime_error);
 }
+
+TEST_CASE("events::Printer prints one line per event, rank 0's unless every rank's is asked for") {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  cocod::Event e{.kind = cocod::Event::Kind::skipped, .rank = 0, .round = 3, .step = 12, .message = "skipped a reduction"};
+  cocod::events::Printer{f}(e);
+  e.rank = 1;
+  cocod::events::Printer{f}(e);        // not rank 0's: nothing
+  cocod::events::Printer{f, true}(e);  // every rank's
+  std::rewind(f);
+  char text[256] = {};
+  const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  CHECK(std::string(text, n) == "cocod [rank 0] round 3 (step 12): skipped a reduction\n"
+                                "cocod [rank 1] round 3 (step 12): skipped a reduction\n");
+}

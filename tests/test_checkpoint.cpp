@@ -169,6 +169,23 @@ std::vector<std::string> resume_errors(const cocod::Checkpoints& store, int n, M
   return errors;
 }
 
+/// What each worker raises resuming `store` with the schedule `sched` and a run of `steps` steps.
+template <class Sched>
+std::vector<std::string> resume_errors_with(const cocod::Checkpoints& store, Sched sched, std::size_t steps,
+                                            cocod_test::Setup o = options) {
+  std::vector<std::string> errors(static_cast<std::size_t>(workers));
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    auto model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Sched>>(comm, o, sched);
+    try {
+      (void)opt.resume(model, store, cocod::Steps{steps});
+    } catch (const cocod::CheckpointError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  return errors;
+}
+
 /// The bytes of every file under `dir`, to prove that nothing was written.
 std::vector<std::pair<std::string, std::string>> snapshot(const fs::path& dir) {
   std::vector<std::pair<std::string, std::string>> files;
@@ -273,7 +290,7 @@ TEST_CASE("a checkpoint of other settings is refused, naming the field; a settin
   expect(o, "Compress::block differs (checkpoint: 256, this run: 64)");
   o = options;
   o.outer = cocod::Outer::diloco();
-  expect(o, "Outer differs (checkpoint: none, this run: {learning_rate 0.69999999999999996, momentum 0.90000000000000002, nesterov true})");
+  expect(o, "Outer differs (checkpoint: none, this run: {learning_rate 0.7, momentum 0.9, nesterov true})");
   o = options;
   o.fragments.count = 2;
   expect(o, "Fragments::count differs (checkpoint: 1, this run: 2)");
@@ -286,6 +303,26 @@ TEST_CASE("a checkpoint of other settings is refused, naming the field; a settin
   o = options;
   o.sgd.nesterov = true;
   expect(o, "update::Sgd::nesterov differs (checkpoint: false, this run: true)");
+  o = options;
+  o.options.data_fingerprint = 18;
+  expect(o, "Options::data_fingerprint differs (checkpoint: 0, this run: 18)");
+  // the schedule, and the run's length
+  auto expect_all = [](const std::vector<std::string>& errors, const std::string& message) {
+    CAPTURE(message);
+    for (const auto& e : errors) {
+      CAPTURE(e);
+      CHECK(e.find(message) != std::string::npos);
+    }
+  };
+  using StepDecay = cocod::schedule::Fixed<cocod::lr::StepDecay>;
+  expect_all(resume_errors_with(store, StepDecay{{.step_size = 100, .gamma = 0.5}}, total_steps),
+             "Schedule::type differs (checkpoint: schedule::Fixed with lr::Cosine{total_steps 0, min_lr 0}, this run: "
+             "schedule::Fixed with lr::StepDecay{step_size 100, gamma 0.5})");
+  expect_all(resume_errors_with(store, Schedule{{.min_lr = 0.001}}, total_steps),
+             "Schedule::type differs (checkpoint: schedule::Fixed with lr::Cosine{total_steps 0, min_lr 0}, this run: "
+             "schedule::Fixed with lr::Cosine{total_steps 0, min_lr 0.001})");
+  expect_all(resume_errors_with(store, Schedule{}, 30), "Schedule::total_steps differs (checkpoint: 22, this run: 30)");
+  for (const auto& e : resume_errors_with(store, Schedule{}, total_steps)) CHECK(e.empty());  // the same: it resumes
   // Overlap-Local-SGD's pull-back is no setting of CoCoD-SGD: a resume with another one works
   o = options;
   o.pull = {.alpha = 0.5, .anchor_momentum = 0.3};
@@ -296,6 +333,78 @@ TEST_CASE("a checkpoint of other settings is refused, naming the field; a settin
   o.options.max_skips = 5;
   o.options.report_rounds = 10;
   for (const auto& e : resume_errors(store, workers, model_of, {}, o)) CHECK(e.empty());
+}
+
+TEST_CASE("a resumed run says from where: resume() and the report, also when it had ended there") {
+  const cocod::Checkpoints store(scratch("resumed-from"));
+  interrupted_run<cocod::Optimizer>(store, 3);
+  const std::string folder = store.folder(3).string();
+  std::vector<cocod::Resumed> returned(workers), reported(workers);
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
+    const auto r = static_cast<std::size_t>(comm.rank());
+    returned[r] = opt.resume(model, store, cocod::Steps{total_steps});
+    while (opt.steps_taken() < total_steps) opt.step(model, opt.next_batch());
+    reported[r] = opt.finish(model).resumed;
+  });
+  for (const auto& rs : {returned, reported})
+    for (const auto& r : rs) {
+      CHECK(static_cast<bool>(r));
+      CHECK(r.round == 3);
+      CHECK(r.step == 9);
+      CHECK(r.workers == workers);
+      CHECK(r.folder == folder);
+    }
+  // a run that ended where its checkpoint was taken: the report says so (step == its length)
+  const cocod::Checkpoints ended(scratch("resumed-ended"));
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
+    opt.optimize(model, cocod::Steps{21}, cocod::callbacks::Checkpoint{opt, model, ended, {.rounds = 7}});
+  });
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
+    opt.resume_from(ended);
+    const cocod::Report report = opt.optimize(model, cocod::Steps{21});
+    CHECK(static_cast<bool>(report.resumed));
+    CHECK(report.resumed.step == 21);
+    CHECK(report.steps == 21);
+  });
+  // the events tell the same: a checkpoint written, and a resume from it
+  std::vector<cocod::Event> told;
+  std::mutex m;
+  const cocod::Checkpoints events(scratch("resumed-events"));
+  for (const bool resume : {false, true})
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      Model model = model_of(comm.rank());
+      auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
+      opt.on_event([&](const cocod::Event& e) {
+        std::lock_guard lock(m);
+        if (e.rank == 0) told.push_back(e);
+      });
+      if (resume) opt.resume_from(events);
+      opt.optimize(model, cocod::Steps{21}, cocod::callbacks::Checkpoint{opt, model, events, {.rounds = resume ? std::size_t{100} : std::size_t{3}}});
+    });
+  REQUIRE(told.size() == 3);  // written at rounds 3 and 6 (the run's end, round 7, is not a multiple of 3); resumed at 6
+  CHECK(told[0].kind == cocod::Event::Kind::checkpoint_written);
+  CHECK(told[0].round == 3);
+  CHECK(told[0].path == events.folder(3).string());
+  CHECK(told[0].bytes > 0.0);
+  CHECK(told[0].message.rfind("checkpoint written: " + events.folder(3).string() + ", ", 0) == 0);
+  CHECK(told[1].round == 6);
+  CHECK(told[2].kind == cocod::Event::Kind::resumed);
+  CHECK(told[2].round == 6);
+  CHECK(told[2].step == 18);
+  CHECK(told[2].message == "resumed from " + events.folder(6).string() + " (round 6, step 18, written by 3 workers)");
+  // no checkpoint: nothing to resume from
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, Schedule>>(comm, options);
+    opt.resume_from(cocod::Checkpoints(scratch("resumed-none")));
+    CHECK_FALSE(static_cast<bool>(opt.optimize(model, cocod::Steps{6}).resumed));
+  });
 }
 
 TEST_CASE("resume from an empty directory starts at step 0") {
@@ -362,7 +471,12 @@ TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and
   SUBCASE("another format version") {
     rewrite(file1, [](std::string& b) { b[8] = 7; });
     fix_manifest(file1);
-    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 4");
+    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 5");
+  }
+  SUBCASE("a manifest of another format version: the version quoted as the manifest says it") {
+    const auto manifest = folder / "MANIFEST";
+    rewrite(manifest, [](std::string& b) { b.replace(b.find("cocod-checkpoint 5"), 18, "cocod-checkpoint 7"); });
+    expect(resume_errors(store, workers, same), "has format version '7'; this build reads version 5");
   }
   SUBCASE("another scalar type") {
     expect(resume_errors(store, workers, [](int r) { return cocod_test::LeastSquares<float>(40, 6, 900 + static_cast<std::uint64_t>(r)); }),
@@ -378,7 +492,7 @@ TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and
   SUBCASE("other options") {
     auto o = options;
     o.sgd.momentum = 0.5;
-    expect(resume_errors(store, workers, same, {}, o), "update::Sgd::momentum differs (checkpoint: 0.90000000000000002, this run: 0.5)");
+    expect(resume_errors(store, workers, same, {}, o), "update::Sgd::momentum differs (checkpoint: 0.9, this run: 0.5)");
   }
   SUBCASE("a missing worker file") {
     fs::remove(file1);

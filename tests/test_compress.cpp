@@ -5,10 +5,13 @@
 
 #include <cocod.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -134,5 +137,89 @@ TEST_CASE("A NaN or an infinity is never encoded as a finite value") {
       CHECK(std::isfinite(decoded[2]));  // the next block is untouched
       CHECK(std::isfinite(decoded[3]));
     }
+  }
+}
+
+namespace {
+// The codecs as docs/algorithm.md states them, written from its words alone (blocks of B, each
+// scale an fp32 before the elements; int8: s = float(max |x|) / 127 in fp32, q = nearest integer
+// of x / s with ties to even, clamped; fp16: s = 2^(e - 15), e = max(ilogb(m) + 1, -111), each
+// element the binary16 of float(x / s); bf16: the top 16 bits of float(x), to nearest, ties to
+// even). Returns the bytes and the decoded values.
+template <class T>
+std::pair<std::vector<std::byte>, std::vector<T>> as_documented(Compression c, const std::vector<T>& x, std::size_t B) {
+  const std::size_t n = x.size(), blocks = (n + B - 1) / B;
+  std::vector<std::byte> bytes;
+  std::vector<T> decoded(n);
+  auto put = [&](const void* p, std::size_t size) {
+    const auto* b = static_cast<const std::byte*>(p);
+    bytes.insert(bytes.end(), b, b + size);
+  };
+  if (c == Compression::bf16) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float f = static_cast<float>(x[i]);
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+      const float down = std::bit_cast<float>(bits & 0xFFFF0000u), up = std::bit_cast<float>((bits & 0xFFFF0000u) + 0x10000u);
+      const double to_down = std::abs(double(f) - double(down)), to_up = std::abs(double(up) - double(f));
+      const bool even_down = ((bits >> 16) & 1u) == 0;
+      const float r = to_down < to_up || (to_down == to_up && even_down) ? down : up;
+      const auto h = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(r) >> 16);
+      put(&h, 2);
+      decoded[i] = static_cast<T>(r);
+    }
+    return {bytes, decoded};
+  }
+  std::vector<float> scales(blocks);
+  std::vector<std::byte> elements;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    T m = T(0);
+    for (std::size_t i = b * B; i < std::min(n, (b + 1) * B); ++i) m = std::max(m, std::abs(x[i]));
+    const float mf = static_cast<float>(m);
+    float s;
+    if (c == Compression::int8) s = mf / 127.0f;
+    else s = mf == 0.0f ? 0.0f : std::ldexp(1.0f, std::max(std::ilogb(mf) + 1, -111) - 15);
+    scales[b] = s;
+    for (std::size_t i = b * B; i < std::min(n, (b + 1) * B); ++i) {
+      if (c == Compression::int8) {
+        const T q = s == 0.0f ? T(0) : std::clamp(std::nearbyint(x[i] / static_cast<T>(s)), T(-127), T(127));
+        elements.push_back(static_cast<std::byte>(static_cast<std::int8_t>(q)));
+        decoded[i] = q * static_cast<T>(s);
+      } else {
+        const _Float16 h = s == 0.0f ? _Float16(0) : static_cast<_Float16>(static_cast<float>(x[i] / static_cast<T>(s)));
+        const auto hb = std::bit_cast<std::uint16_t>(h);
+        elements.push_back(static_cast<std::byte>(hb & 0xFF));
+        elements.push_back(static_cast<std::byte>(hb >> 8));
+        decoded[i] = static_cast<T>(static_cast<float>(h)) * static_cast<T>(s);
+      }
+    }
+  }
+  for (const float s : scales) put(&s, 4);
+  bytes.insert(bytes.end(), elements.begin(), elements.end());
+  return {bytes, decoded};
+}
+
+template <class T>
+void check_documented(Compression c) {
+  auto x = sample<T>(203, 41, 3.0);
+  for (std::size_t i = 0; i < 16; ++i) x[i] = T(static_cast<double>(i) - 7.5);  // ties: int8's scale is 1 in this block
+  x[8] = T(127);
+  const std::size_t B = 16;
+  const auto [bytes, decoded] = as_documented(c, x, B);
+  auto residual = x;
+  std::vector<std::byte> got(cocod::compress::encoded_bytes(c, x.size(), B, sizeof(T)));
+  cocod::compress::encode(c, std::span<T>(residual), B, std::span<std::byte>(got));
+  std::vector<T> back(x.size());
+  cocod::compress::decode(c, std::span<const std::byte>(got), B, std::span<T>(back));
+  CHECK(got == bytes);
+  CHECK(back == decoded);
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(residual[i] == x[i] - decoded[i]);
+}
+}  // namespace
+
+TEST_CASE("Every format's bytes and values are what docs/algorithm.md says, to the bit, float and double") {
+  for (const Compression c : formats) {
+    CAPTURE(cocod::compress::name(c));
+    check_documented<float>(c);
+    check_documented<double>(c);
   }
 }

@@ -204,6 +204,62 @@ TEST_CASE("an algorithm that does not acknowledge a partial result: the same Non
   for (double v : model.x) CHECK(std::isfinite(v));
 }
 
+namespace {
+/// Rank 1's run `short_steps` long, the others' 10 (k = 4): every rank raises the same
+/// DistributedError (checked through a hash of the message summed over the ranks). On a
+/// communicator of its own: where the ranks' collectives differ, it is left out of step.
+template <template <class...> class Algorithm>
+void check_shorter_run(const char* name, std::size_t short_steps) {
+  CAPTURE(name);
+  CAPTURE(short_steps);
+  Mpi own(MPI_COMM_WORLD);
+  Model model = model_of(world->rank());
+  Algorithm<Model, Mpi> opt{own, {.period = 4, .batch_size = 4}};
+  std::string error = "returned";
+  try {
+    opt.optimize(model, cocod::Steps{world->rank() == 1 ? short_steps : std::size_t{10}});
+  } catch (const cocod::DistributedError& e) {
+    error = e.what();
+  }
+  CHECK(error.rfind("cocod", 0) == 0);
+  std::vector<double> mine{static_cast<double>(std::hash<std::string>{}(error) % (std::size_t{1} << 40))}, all = mine;
+  world->all_reduce(std::span<double>(all));
+  CHECK(all[0] == mine[0] * world->size());  // the same message on every rank
+}
+}  // namespace
+
+TEST_CASE("a rank whose run is shorter fails with the others: the same DistributedError on every rank") {
+  if (world->size() < 2) return;
+  check_shorter_run<cocod::Optimizer>("cocod", 8);
+  check_shorter_run<cocod::LocalSGD>("local", 8);
+  check_shorter_run<cocod::SyncSGD>("ssgd", 8);
+  check_shorter_run<cocod::SyncSGD>("ssgd", 7);
+  check_shorter_run<cocod::PipeSGD>("pipe", 8);
+  check_shorter_run<cocod::PipeSGD>("pipe", 9);
+  // and a run after them works
+  Model model = model_of(world->rank());
+  cocod::Optimizer<Model, Mpi> opt{*world, {.period = 4, .batch_size = 4}};
+  CHECK(opt.optimize(model, cocod::Steps{8}).steps == 8);
+}
+
+TEST_CASE("a period that differs on one rank is an error at begin() under S-SGD and Pipe-SGD") {
+  if (world->size() < 2) return;
+  const std::string want = "cocod: the period differs between workers: rank 0 has 4; rank 1 has 8" +
+                           std::string(world->size() > 2 ? "; rank 2 has 8" : "");
+  for (int algo = 0; algo < 2; ++algo) {
+    Model model = model_of(world->rank());
+    const cocod::Options o{.period = world->rank() == 0 ? std::size_t{4} : std::size_t{8}, .batch_size = 4};
+    std::string error;
+    try {
+      if (algo == 0) cocod::SyncSGD<Model, Mpi>{*world, o}.optimize(model, cocod::Steps{16});
+      else cocod::PipeSGD<Model, Mpi>{*world, o}.optimize(model, cocod::Steps{16});
+    } catch (const cocod::DistributedError& e) {
+      error = e.what();
+    }
+    CHECK(error == want);
+  }
+}
+
 int main(int argc, char** argv) {
   Mpi comm(argc, argv);
   world = &comm;

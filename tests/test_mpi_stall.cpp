@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   }
   const std::string design = argv[1], how = argv[2], kind = argv[3];
   cocod::comm::MpiOptions options{.stall_timeout = std::chrono::seconds(2)};
+  options.stall_suspected = [](const std::string& line) {  // half way: told before the error
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  };
   options.progress = design == "caller"            ? cocod::comm::MpiProgress::caller
                      : design == "blocking_thread" ? cocod::comm::MpiProgress::blocking_thread
                                                    : cocod::comm::MpiProgress::polling_thread;

@@ -10,6 +10,8 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "unaware_rule.hpp"
@@ -217,9 +219,134 @@ TEST_CASE("workers that take different numbers of steps are an error on every wo
   });
   for (const auto& e : errors) {
     CAPTURE(e);
-    CHECK(e.find("the workers are out of step: one reduction joined rank 0 at step 10, rank 1 at step 12") != std::string::npos);
+    CHECK(e.find("the workers are out of step: one reduction joined rank 0 at step 10 (finishing its run), rank 1 at step 12") != std::string::npos);
     CHECK(e == errors[0]);
   }
+}
+
+namespace {
+/// Counts the skips in the report that on_end is shown.
+struct SkipCounter {
+  std::size_t* seen;
+  void on_end(const cocod::Report& r) { *seen = static_cast<std::size_t>(r.total(&cocod::RoundStats::skipped)); }
+};
+
+/// Skip mode, a NaN on rank 1 at local steps [from, to) of a 40-step run (k = 4): the skips the
+/// report counts and those on_end saw, on rank 0.
+template <template <class...> class Algorithm>
+std::pair<std::size_t, std::size_t> skips_of(std::size_t from, std::size_t to) {
+  std::size_t counted = 0, seen = 0;
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+    Flaky model(40, 5, 60 + static_cast<std::uint64_t>(comm.rank()));
+    model.rank = comm.rank();
+    model.bad_rank = 1;
+    model.nan_from = from;
+    model.nan_to = to;
+    auto o = base;
+    o.options.non_finite = cocod::NonFinite::skip;
+    auto opt = cocod_test::make<Algorithm<Flaky, cocod::comm::Threads>>(comm, o);
+    std::size_t mine = 0;
+    const auto report = opt.optimize(model, cocod::Steps{40}, SkipCounter{&mine});
+    if (comm.rank() == 0) {
+      counted = static_cast<std::size_t>(report.total(&cocod::RoundStats::skipped));
+      seen = mine;
+    }
+  });
+  return {counted, seen};
+}
+}  // namespace
+
+TEST_CASE("skip: the event sink is told of each skip") {
+  std::vector<cocod::Event> told;
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+    Flaky model(40, 5, 60 + static_cast<std::uint64_t>(comm.rank()));
+    model.rank = comm.rank();
+    model.bad_rank = 1;
+    model.nan_from = 9;
+    model.nan_to = 10;
+    auto o = base;
+    o.options.non_finite = cocod::NonFinite::skip;
+    auto opt = cocod_test::make<cocod::LocalSGD<Flaky, cocod::comm::Threads>>(comm, o);
+    if (comm.rank() == 0) opt.on_event([&](const cocod::Event& e) { told.push_back(e); });
+    opt.optimize(model, cocod::Steps{40});
+  });
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].kind == cocod::Event::Kind::skipped);
+  CHECK(told[0].round == 2);
+  CHECK(told[0].message == "skipped a reduction: a worker's contribution was not finite, withheld (NonFinite::skip)");
+}
+
+TEST_CASE("skip: a contribution withheld in the final reduction is counted, in the report's last round that on_end sees") {
+  // the last round (steps 36..39): CoCoD-SGD merges its in-flight average and withholds the NaN
+  // from the final consensus; Pipe-SGD's last gradient lands in finish()
+  for (const auto& run : std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>>{
+           {"cocod", skips_of<cocod::Optimizer>(37, 38)},
+           {"ssgd", skips_of<cocod::SyncSGD>(39, 40)},
+           {"local", skips_of<cocod::LocalSGD>(37, 38)},
+           {"pipe", skips_of<cocod::PipeSGD>(39, 40)},
+           {"overlap", skips_of<cocod::OverlapLocalSGD>(37, 38)}}) {
+    CAPTURE(run.first);
+    CHECK(run.second.first == 1);
+    CHECK(run.second.second == 1);
+  }
+}
+
+namespace {
+/// 3 workers, rank 1's run `short_steps` long and the others' 10 (k = 4): what each one raised.
+template <template <class...> class Algorithm>
+std::vector<std::string> shorter_run(std::size_t short_steps) {
+  std::vector<std::string> errors(3);
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+    Flaky model(40, 5, 3 + static_cast<std::uint64_t>(comm.rank()));
+    Algorithm<Flaky, cocod::comm::Threads> opt{comm, {.period = 4, .batch_size = 4}};
+    try {
+      opt.optimize(model, cocod::Steps{comm.rank() == 1 ? short_steps : std::size_t{10}});
+      errors[static_cast<std::size_t>(comm.rank())] = "returned";
+    } catch (const cocod::DistributedError& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  return errors;
+}
+}  // namespace
+
+TEST_CASE("a worker whose run is shorter by whole rounds fails with the others, the same DistributedError on every worker") {
+  const std::vector<std::pair<const char*, std::vector<std::string>>> runs{
+      {"cocod", shorter_run<cocod::Optimizer>(8)}, {"local", shorter_run<cocod::LocalSGD>(8)},
+      {"overlap", shorter_run<cocod::OverlapLocalSGD>(8)}, {"ssgd 8", shorter_run<cocod::SyncSGD>(8)},
+      {"ssgd 7", shorter_run<cocod::SyncSGD>(7)}, {"pipe 8", shorter_run<cocod::PipeSGD>(8)},
+      {"pipe 9", shorter_run<cocod::PipeSGD>(9)}};
+  for (const auto& run : runs) {
+    CAPTURE(run.first);
+    for (const auto& e : run.second) {
+      CAPTURE(e);
+      CHECK(e.rfind("cocod", 0) == 0);  // an error, not "returned"
+      CHECK(e == run.second[0]);
+    }
+  }
+  // where the collectives match, the error says which worker was finishing
+  CHECK(runs[0].second[0].find("rank 1 at step 8 (finishing its run)") != std::string::npos);
+}
+
+TEST_CASE("a period that differs between workers is an error at begin() under every algorithm") {
+  auto errors_of = [](auto tag) {
+    using Opt = typename decltype(tag)::type;
+    std::vector<std::string> errors(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      Flaky model(40, 5, 3 + static_cast<std::uint64_t>(comm.rank()));
+      Opt opt{comm, {.period = comm.rank() == 0 ? std::size_t{4} : std::size_t{8}, .batch_size = 4}};
+      try {
+        opt.optimize(model, cocod::Steps{16});
+      } catch (const cocod::DistributedError& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    return errors;
+  };
+  const std::string want = "cocod: the period differs between workers: rank 0 has 4; rank 1 has 8";
+  CHECK(errors_of(std::type_identity<cocod::SyncSGD<Flaky, cocod::comm::Threads>>{}) == std::vector<std::string>(2, want));
+  CHECK(errors_of(std::type_identity<cocod::PipeSGD<Flaky, cocod::comm::Threads>>{}) == std::vector<std::string>(2, want));
+  CHECK(errors_of(std::type_identity<cocod::Optimizer<Flaky, cocod::comm::Threads>>{}) == std::vector<std::string>(2, want));
 }
 
 TEST_CASE("a NaN in the final average: NonFiniteError from finish(), and the optimizer is usable again") {

@@ -3,8 +3,10 @@
 
 #include <cocod.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "support.hpp"
 
@@ -122,10 +124,61 @@ TEST_CASE("misuse of the step-level API is reported") {
   CHECK_THROWS_WITH_AS(opt.begin(model), "cocod: begin() called twice without finish()", std::logic_error);
 }
 
-TEST_CASE("an empty shard is reported") {
+TEST_CASE("an empty shard is reported, naming the worker that has it, with the same words on every worker") {
   Model model(0, 3, 1);
   cocod::Optimizer<Model, cocod::comm::Local> opt{cocod::comm::Local{}, {}};
-  CHECK_THROWS_WITH_AS(opt.begin(model),
-                       "cocod: 1 worker(s) have an empty shard (num_samples() == 0); this worker (rank 0) has 0 samples",
+  CHECK_THROWS_WITH_AS(opt.begin(model), "cocod: rank 0 has an empty shard (num_samples() == 0); every worker needs samples",
                        cocod::DistributedError);
+  for (const std::vector<int>& empty : {std::vector<int>{1}, std::vector<int>{1, 2}}) {
+    std::vector<std::string> errors(3);
+    cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+      const bool none = std::find(empty.begin(), empty.end(), comm.rank()) != empty.end();
+      Model m(none ? 0 : 256, 3, 1);
+      cocod::Optimizer<Model, cocod::comm::Threads> o{comm, {}};
+      try {
+        o.begin(m);
+      } catch (const cocod::DistributedError& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    const std::string want = empty.size() == 1 ? "cocod: rank 1 has an empty shard (num_samples() == 0); every worker needs samples"
+                                               : "cocod: ranks 1, 2 have an empty shard (num_samples() == 0); every worker needs samples";
+    CHECK(errors == std::vector<std::string>(3, want));
+  }
+}
+
+namespace {
+/// A model with buffers and a layout fingerprint, both chosen per worker.
+struct Described : Model {
+  std::vector<double> b;
+  std::uint64_t layout = 7;
+  Described(std::size_t buffers, std::uint64_t fingerprint) : Model(64, 3, 1), b(buffers, 1.0), layout(fingerprint) {}
+  std::span<double> buffers() { return b; }
+  std::uint64_t layout_fingerprint() const { return layout; }
+};
+std::vector<std::string> begin_errors(std::vector<std::size_t> buffers, std::vector<std::uint64_t> layouts) {
+  std::vector<std::string> errors(buffers.size());
+  cocod::comm::Threads::run(static_cast<int>(buffers.size()), [&](cocod::comm::Threads comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Described m(buffers[r], layouts[r]);
+    cocod::Optimizer<Described, cocod::comm::Threads> o{comm, {}};
+    try {
+      o.begin(m);
+      (void)o.finish(m);
+    } catch (const cocod::DistributedError& e) {
+      errors[r] = e.what();
+    }
+  });
+  return errors;
+}
+}  // namespace
+
+TEST_CASE("models that differ between workers are refused at begin() with the same words on every worker, naming the workers") {
+  CHECK(begin_errors({4, 4, 4}, {7, 7, 7}) == std::vector<std::string>(3));
+  CHECK(begin_errors({4, 5, 4}, {7, 7, 7}) ==
+        std::vector<std::string>(3, "cocod: the workers' models have different numbers of buffer elements (buffers()): rank 0 has 4; "
+                                    "rank 1 has 5; every worker must build the same model"));
+  CHECK(begin_errors({4, 4, 4}, {7, 7, 0x123456789abcdefULL}) ==
+        std::vector<std::string>(3, "cocod: the models' layout (layout_fingerprint(): the parameters' names and shapes, the frozen "
+                                    "ones' values) differs between workers: rank 0 has 0000000000000007; rank 2 has 0123456789abcdef"));
 }

@@ -190,8 +190,8 @@ TEST_CASE("the measurement window's and the control slots' state restore what th
   c.vote();
   copy_state(c, d);
   std::vector<double> vc(4), vd(4), steps_c(2), steps_d(2);
-  const auto tc = c.write(std::span<double>(vc), std::span<double>(steps_c), 0.5, true, true, 1, 7);
-  const auto td = d.write(std::span<double>(vd), std::span<double>(steps_d), 0.5, true, true, 1, 7);
+  const auto tc = c.write(std::span<double>(vc), std::span<double>(steps_c), 0.5, true, true, 1, 7, false);
+  const auto td = d.write(std::span<double>(vd), std::span<double>(steps_d), 0.5, true, true, 1, 7, false);
   CHECK(tc == td);
   CHECK(vc == vd);
   CHECK(vc[0] == 0.75);  // w * the ready loss
@@ -294,7 +294,7 @@ TEST_CASE("workers whose models have different buffer sizes are refused at begin
   CHECK(errors == 3);
 }
 
-TEST_CASE("a NaN in one worker's buffers is a NonFiniteError on every worker at the round's end") {
+TEST_CASE("a NaN in one worker's buffers is a NonFiniteError on every worker at the round's end, naming it, the buffers at the finite consensus") {
   std::atomic<int> errors{0};
   CHECK_THROWS_AS(cocod::comm::Threads::run(2,
                                             [&](cocod::comm::Threads comm) {
@@ -307,8 +307,10 @@ TEST_CASE("a NaN in one worker's buffers is a NonFiniteError on every worker at 
                                                 (void)opt.step(model, opt.next_batch());
                                               } catch (const cocod::NonFiniteError& e) {
                                                 CHECK(std::string(e.what()) ==
-                                                      "cocod: the average of the models' buffers() is not finite at "
-                                                      "step 2 (a worker's buffers hold a NaN or an infinity)");
+                                                      "cocod: a NaN or an infinity in round 0 (step 2): the buffers() of rank 1 were "
+                                                      "not finite, withheld from their average; the buffers are left at the "
+                                                      "consensus of the finite ones");
+                                                for (const double v : model.stats) CHECK(std::isfinite(v));
                                                 ++errors;
                                                 throw;
                                               }

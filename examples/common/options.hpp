@@ -30,6 +30,7 @@ struct Args {
   std::string mpi_progress = "polling_thread";
   bool mpi_native = false;       // MPI's own all-reduce instead of the rank-ordered one
   double mpi_poll_us = 500;      // polling thread's longest sleep between MPI_Test calls
+  double mpi_stall_timeout_s = 300;  // a collective without progress for this long ends the job (0: never)
   bool link_given = false;       // --bandwidth or --latency on the command line
   bool auto_period = false;      // --period auto: the smallest k with k*c >= m + 2 sd(m), re-measured
   std::size_t max_period = 32;
@@ -46,6 +47,7 @@ struct Args {
   std::string checkpoint;        // directory of checkpoints, one folder per algorithm (and sampling)
   std::size_t checkpoint_every = 10;  // rounds between two checkpoints
   bool resume = false;           // continue each run from its newest checkpoint
+  bool workers_may_change = false;  // --resume with another number of workers: from the consensus
   std::string non_finite = "raise";  // what a NaN or an infinity does: raise, skip or off
   std::string outer = "none";        // the outer optimizer of cocod and local: none, sgd or nesterov
   double outer_lr = 0.7;
@@ -252,6 +254,10 @@ inline void Cli::add_mpi([[maybe_unused]] const char* g) {
   app_.add_option("--mpi-poll-us", a_.mpi_poll_us, "the polling thread's longest sleep between MPI_Test calls (>= 1)")
       ->type_name("US")->capture_default_str()->check(cli::real(1, 1e7))->group(g);
   app_.add_flag("--mpi-native", a_.mpi_native, "MPI's own all-reduce (not bitwise equal to --comm threads)")->group(g);
+  app_.add_option("--mpi-stall-timeout", a_.mpi_stall_timeout_s,
+                  "a collective that makes no progress for S seconds ends the job on every rank,\n"
+                  "naming the ranks that have not begun it (0: never)")
+      ->type_name("S")->capture_default_str()->check(cli::real(0, 1e7))->group(g);
 #endif
 }
 
@@ -340,16 +346,20 @@ inline void Cli::add_output() {
                   "whose model a point of the curve measures: consensus (the weighted\n"
                   "average of the workers'), or rank0 (rank 0's own, for comparison)")
       ->type_name("WHOSE")->capture_default_str()->check(cli::one_of({"consensus", "rank0"}))->group(g);
-  auto* checkpoint = app_.add_option("--checkpoint", a_.checkpoint,
-                                     "save each algorithm's run into DIR/<algorithm>, every\n"
-                                     "--checkpoint-every rounds (the newest 2 are kept)")
+  app_.add_option("--checkpoint", a_.checkpoint,
+                  "save each algorithm's run into DIR/<algorithm>, every\n"
+                  "--checkpoint-every rounds (the newest 2 are kept)")
       ->type_name("DIR")->check(cli::writable_folder())->group(g);
-  app_.add_option("--checkpoint-every", a_.checkpoint_every, "rounds between two checkpoints")
-      ->type_name("R")->capture_default_str()->check(cli::whole(1, 1ull << 40))->needs(checkpoint)->group(g);
+  app_.add_option("--checkpoint-every", a_.checkpoint_every, "rounds between two checkpoints (needs --checkpoint)")
+      ->type_name("R")->capture_default_str()->check(cli::whole(1, 1ull << 40))->group(g);
   app_.add_flag("--resume", a_.resume,
                 "continue each algorithm's run from its newest checkpoint in --checkpoint DIR\n"
                 "(from the start when there is none); give the other flags as before")
-      ->needs(checkpoint)->group(g);
+      ->group(g);
+  app_.add_flag("--workers-may-change", a_.workers_may_change,
+                "with --resume: a checkpoint of another number of workers continues from\n"
+                "its consensus model (momentum and the sampler start anew)")
+      ->group(g);
   app_.add_flag("--brief", a_.brief,
                 "the short table: epochs, metrics, wall time, time per round and per\n"
                 "step, time waited, speedup")->group(g);
@@ -381,6 +391,9 @@ inline Args Cli::settings() const {
                     : text_.overlap_depth == "auto" ? cocod::OverlapDepth::automatic
                                                     : std::stoull(text_.overlap_depth);
   if (no_progress_) a.progress = false;
+  for (const char* flag : {"--checkpoint-every", "--resume"})
+    if (given(flag) && !given("--checkpoint")) cli::refuse(program_, std::string(flag) + " needs --checkpoint DIR");
+  if (a.workers_may_change && !a.resume) cli::refuse(program_, "--workers-may-change needs --resume");
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)
     cli::refuse(program_, "--outer nesterov needs --outer-momentum > 0");
   bool fragmented = a.fragments > 1;

@@ -215,19 +215,20 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
     Observer<Model> observer = observer_for(key, sampling, args, model);
     with_optimizer<Model>(key, comm, settings, schedule, [&](auto&& opt) {
       if (result.timeline) opt.trace(&result.timeline->lane(rank));
+      opt.on_event(cocod::events::Printer{stderr});  // rank 0's decisions, one line each
       cocod::Report report;
       if (args.checkpoint.empty()) {
         report = opt.optimize(model, cocod::Epochs{args.epochs}, observer);
       } else {
         const cocod::Checkpoints store(checkpoint_folder(args, key, sampling));
-        if (args.resume) {
-          const auto latest = store.latest();  // (resume checks it again, on every worker)
-          if (rank == 0 && latest) result.resumed = latest->folder.string() + " (round " + std::to_string(latest->round) + ")";
-          opt.resume_from(store);
-        }
+        if (args.resume) opt.resume_from(store, {.workers_may_change = args.workers_may_change});
         cocod::callbacks::Checkpoint save{opt, model, store, {.rounds = args.checkpoint_every}};
         report = opt.optimize(model, cocod::Epochs{args.epochs}, observer, save);
       }
+      if (const cocod::Resumed& from = report.resumed; from && rank == 0)
+        result.resumed = from.folder + " (round " + std::to_string(from.round) +
+                         (from.step >= report.info.total_steps ? ", where the run had ended: nothing left to train)" : ")") +
+                         (from.workers != comm.size() ? ", written by " + std::to_string(from.workers) + " workers" : "");
       if (!report.rounds.empty()) result.last_batch[r] = report.rounds.back().batch_size;  // own entry
       if (observer.every_rank && observer.model) average_snapshots(observer, unthrottled);
       if (rank != 0) return;

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -68,7 +70,7 @@ struct MpiRunner {
   }
 };
 
-/// comm::Mpi's settings from --mpi-progress, --mpi-native and --mpi-poll-us.
+/// comm::Mpi's settings from --mpi-progress, --mpi-native, --mpi-poll-us and --mpi-stall-timeout.
 inline cocod::comm::MpiOptions mpi_options(const Args& args) {
   cocod::comm::MpiOptions o;
   o.progress = args.mpi_progress == "caller"            ? cocod::comm::MpiProgress::caller
@@ -77,6 +79,8 @@ inline cocod::comm::MpiOptions mpi_options(const Args& args) {
   o.deterministic = !args.mpi_native;
   o.poll_interval = std::chrono::microseconds(static_cast<long>(args.mpi_poll_us));
   o.poll_min = std::min(o.poll_min, o.poll_interval);
+  o.stall_timeout = std::chrono::milliseconds(static_cast<long long>(args.mpi_stall_timeout_s * 1000.0));
+  o.stall_suspected = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return o;
 }
 #endif

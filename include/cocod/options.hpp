@@ -38,6 +38,8 @@ enum class NonFinite { raise, skip, off };
 /// | max_skips      | with NonFinite::skip, skips in a row before it raises          | 3       |
 /// | report_rounds  | rounds kept in Report::rounds, the latest (0: all); callbacks  | 65536   |
 /// |                | still see every round, and the medians are the kept rounds'    |         |
+/// | data_fingerprint | any number that identifies this worker's data (a hash of its | 0       |
+/// |                | files, say): a resume compares it, since cocod cannot see data |         |
 struct Options {
   double learning_rate = 0.01;
   std::size_t period = 1;
@@ -47,6 +49,7 @@ struct Options {
   NonFinite non_finite = NonFinite::raise;
   std::size_t max_skips = 3;
   std::size_t report_rounds = 65536;
+  std::uint64_t data_fingerprint = 0;
 
   /// The name in messages and checkpoints.
   static constexpr const char* name = "Options";
@@ -82,6 +85,7 @@ struct Options {
     a("batch_size", batch_size);
     a("speeds", speeds);
     a("seed", seed);
+    a("data_fingerprint", data_fingerprint);
   }
 };
 

@@ -55,6 +55,16 @@ struct RoundStats {
   double bytes_sent = 0.0;
 };
 
+/// Where a run continued from (Trainer::resume() returns it, and Report::resumed holds it).
+struct Resumed {
+  bool from_checkpoint = false;  ///< false: the store held no checkpoint, so the run began at step 0
+  std::size_t round = 0;         ///< the checkpoint's round: the run went on from its start
+  std::size_t step = 0;          ///< steps taken before it (equal to the run's length: it had ended there)
+  int workers = 0;               ///< the workers that wrote it (another number with workers_may_change)
+  std::string folder{};          ///< its folder
+  explicit operator bool() const noexcept { return from_checkpoint; }
+};
+
 /// The result of a run on one worker.
 struct Report {
   RunInfo info;
@@ -66,6 +76,8 @@ struct Report {
   /// The oldest rounds that are no longer in `rounds` (Options::report_rounds bounds it), so
   /// that rounds_dropped + rounds.size() rounds ended.
   std::size_t rounds_dropped = 0;
+  /// Whether and from where the run resumed from a checkpoint (resume(), resume_from()).
+  Resumed resumed;
 
   /// Median of a per-round field over full rounds (the last partial round and round 0, whose
   /// timing includes start-up, are skipped when there are enough rounds). With an adaptive

@@ -62,7 +62,14 @@ struct NetImpl : torch::nn::Module {
     fc2 = register_module("fc2", torch::nn::Linear(16, 3));
     scale = register_parameter("scale", torch::ones({1}));
   }
-  torch::Tensor forward(torch::Tensor x) { return fc2(torch::relu(norm(fc1(x)))) * scale; }
+  torch::Tensor forward(torch::Tensor x) {
+    if (forwards++ == poison_at) {  // a NaN in the running mean, before this forward builds its graph
+      torch::NoGradGuard no_grad;
+      norm->running_mean[0] = std::numeric_limits<float>::quiet_NaN();
+    }
+    return fc2(torch::relu(norm(fc1(x)))) * scale;
+  }
+  int forwards = 0, poison_at = -1;
 };
 TORCH_MODULE(Net);
 
@@ -275,6 +282,195 @@ TEST_CASE("a module's own BatchNorm statistics are averaged at each round's end 
   CHECK(counted_resumed[0] == 6);
   CHECK(counted_resumed[1] == 6);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// A NaN loss on rank 1 at its local step 5 (the statistics' NaN is Net's poison_at).
+struct NaNAt {
+  bool bad = false;
+  std::size_t step = 0;
+  torch::Tensor operator()(const torch::Tensor& out, const torch::Tensor& y) {
+    const bool now = bad && step++ == 5;
+    return F::cross_entropy(now ? out * std::numeric_limits<float>::quiet_NaN() : out, y);
+  }
+};
+struct BatchNormOutcome {
+  std::vector<std::string> errors = std::vector<std::string>(2);
+  std::vector<std::vector<float>> buffers = std::vector<std::vector<float>>(2), x = std::vector<std::vector<float>>(2);
+  std::size_t skipped = 0;
+};
+// 2 workers, the BatchNorm module, a NaN on rank 1 at its step 5 (NaNAt): what each one ends with.
+template <template <class...> class Algorithm>
+BatchNormOutcome batchnorm_nan(cocod::NonFinite policy, bool nan_in_statistics) {
+  BatchNormOutcome out;
+  std::mutex torch_init;
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Shard data;
+    Net net;
+    {
+      std::lock_guard lock(torch_init);
+      data = shard(128, 30 + r);
+      torch::manual_seed(40);
+      net = Net();
+    }
+    if (nan_in_statistics && r == 1) net->poison_at = 5;  // a NaN in the running mean while the loss stays finite
+    auto model = cocod::torch::make_model(net, data.inputs, data.targets, NaNAt{r == 1 && !nan_in_statistics});
+    Algorithm<decltype(model), cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 4, .batch_size = 128,
+                                                               .non_finite = policy}};
+    try {
+      const cocod::Report report = opt.optimize(model, cocod::Steps{16});
+      if (r == 0) out.skipped = static_cast<std::size_t>(report.total(&cocod::RoundStats::skipped));
+    } catch (const cocod::NonFiniteError& e) {
+      out.errors[r] = e.what();
+    }
+    out.buffers[r].assign(model.buffers().begin(), model.buffers().end());
+    out.x[r].assign(model.parameters().begin(), model.parameters().end());
+  });
+  return out;
+}
+bool finite(const std::vector<float>& v) {
+  return std::all_of(v.begin(), v.end(), [](float f) { return std::isfinite(f); });
+}
+}  // namespace
+
+TEST_CASE("a NaN with a BatchNorm module: its statistics are guarded like the parameters, named in the error") {
+  SUBCASE("a NaN loss on one rank, CoCoD-SGD, skip: the run ends with every model and statistic finite") {
+    const auto o = batchnorm_nan<cocod::Optimizer>(cocod::NonFinite::skip, false);
+    for (const auto& e : o.errors) CHECK(e.empty());
+    CHECK(o.skipped >= 1);
+    for (std::size_t r = 0; r < 2; ++r) {
+      CHECK(finite(o.buffers[r]));
+      CHECK(finite(o.x[r]));
+    }
+    CHECK(o.buffers[0] == o.buffers[1]);
+  }
+  for (const bool statistics : {false, true}) {
+    CAPTURE(statistics);
+    const auto cocod_raise = batchnorm_nan<cocod::Optimizer>(cocod::NonFinite::raise, statistics);
+    const auto ssgd_raise = batchnorm_nan<cocod::SyncSGD>(cocod::NonFinite::raise, statistics);
+    for (const auto* o : {&cocod_raise, &ssgd_raise}) {
+      for (const auto& e : o->errors) {
+        CAPTURE(e);
+        CHECK(e == o->errors[0]);
+        CHECK(e.find(statistics ? "the buffers() of rank 1 were not finite" : "rank 1 had a non-finite loss at step 5") != std::string::npos);
+        CHECK(e.find("(step ") != std::string::npos);
+        if (statistics) CHECK(e.find("the buffers are left at the consensus of the finite ones") != std::string::npos);
+      }
+      for (std::size_t r = 0; r < 2; ++r) {  // left at the consensus of the finite contributions
+        CHECK(finite(o->buffers[r]));
+        CHECK(finite(o->x[r]));
+      }
+      CHECK(o->buffers[0] == o->buffers[1]);
+    }
+  }
+}
+
+TEST_CASE("num_batches_tracked stays each worker's own count after ->to(torch::kFloat) and ->to(torch::kDouble)") {
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    std::vector<double> counted(3);
+    std::vector<std::size_t> averaged(3);
+    std::mutex torch_init;
+    cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+      const auto r = static_cast<std::size_t>(comm.rank());
+      Shard data;
+      Net net;
+      {
+        std::lock_guard lock(torch_init);
+        data = shard(64, 50 + r);
+        torch::manual_seed(41);
+        net = Net();
+        net->to(dtype);  // casts every buffer, the Long counter too
+        data.inputs = data.inputs.to(dtype);
+      }
+      auto step_run = [&](auto model) {
+        averaged[r] = model.buffers().size();
+        cocod::LocalSGD<decltype(model), cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 3, .batch_size = 8}};
+        opt.optimize(model, cocod::Steps{100});
+      };
+      if (dtype == torch::kFloat) step_run(cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy));
+      else step_run(cocod::torch::ModuleModel<Net, Loss, double>(net, data.inputs, data.targets, cross_entropy));
+      counted[r] = net->norm->num_batches_tracked.to(torch::kDouble).item<double>();
+    });
+    CHECK(counted == std::vector<double>{100.0, 100.0, 100.0});  // exactly, not 100.00000x
+    CHECK(averaged == std::vector<std::size_t>{32, 32, 32});    // running mean and variance only
+  }
+}
+
+namespace {
+// A module with a parameter its forward() never uses.
+struct UnusedImpl : torch::nn::Module {
+  torch::nn::Linear fc{nullptr};
+  torch::Tensor unused;
+  UnusedImpl() {
+    fc = register_module("fc", torch::nn::Linear(8, 3));
+    unused = register_parameter("unused", torch::ones({1}));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc(x); }
+};
+TORCH_MODULE(Unused);
+}  // namespace
+
+TEST_CASE("a parameter without a gradient in a step is still moved by weight decay, as docs/torch.md says") {
+  // torch::optim::SGD skips a parameter whose .grad() is undefined; cocod updates the whole flat
+  // tensor, with a zero gradient there
+  torch::manual_seed(3);
+  Unused net;
+  const Shard data = shard(32, 4);
+  auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+  cocod::LocalSGD<decltype(model), cocod::comm::Local> opt{cocod::comm::Local{}, {.learning_rate = 0.1, .batch_size = 8},
+                                                            cocod::update::Sgd{.weight_decay = 0.1}};
+  opt.optimize(model, cocod::Steps{1});
+  CHECK(net->unused.item<float>() == doctest::Approx(1.0f - 0.1f * 0.1f));
+}
+
+TEST_CASE("modules built differently on one worker are refused at begin(), on every worker, naming the workers") {
+  // layers of the same sizes in another order; a frozen layer initialised otherwise
+  auto errors_of = [](auto build) {
+    std::vector<std::string> errors(3);
+    std::mutex torch_init;
+    cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+      Shard data;
+      torch::nn::Sequential net;
+      {
+        std::lock_guard lock(torch_init);
+        data = shard(32, 70);
+        torch::manual_seed(5);
+        net = build(comm.rank());
+      }
+      auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+      cocod::LocalSGD<decltype(model), cocod::comm::Threads> opt{comm, {.batch_size = 8}};
+      try {
+        opt.begin(model, cocod::Steps{2});
+        (void)opt.finish(model);
+      } catch (const cocod::DistributedError& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    return errors;
+  };
+  const auto reordered = errors_of([](int rank) {
+    return rank == 2 ? torch::nn::Sequential(torch::nn::Linear(8, 8), torch::nn::ReLU(), torch::nn::Linear(8, 8), torch::nn::Linear(8, 3))
+                     : torch::nn::Sequential(torch::nn::Linear(8, 8), torch::nn::Linear(8, 8), torch::nn::ReLU(), torch::nn::Linear(8, 3));
+  });
+  const auto frozen = errors_of([](int rank) {
+    torch::nn::Sequential net(torch::nn::Linear(8, 8), torch::nn::ReLU(), torch::nn::Linear(8, 3));
+    auto first = net[0]->as<torch::nn::Linear>();
+    first->weight.set_requires_grad(false);
+    if (rank == 1) {
+      torch::NoGradGuard no_grad;
+      first->weight.add_(1.0f);
+    }
+    return net;
+  });
+  for (const auto& [errors, differs] : {std::pair{reordered, std::string("; rank 2 has ")}, std::pair{frozen, std::string("; rank 1 has ")}}) {
+    for (const auto& e : errors) {
+      CAPTURE(e);
+      CHECK(e == errors[0]);
+      CHECK(e.find("the models' layout (layout_fingerprint()") != std::string::npos);
+      CHECK(e.find(differs) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("modules and data the adapter cannot drive are refused, naming what is wrong") {

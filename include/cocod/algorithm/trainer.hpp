@@ -115,6 +115,8 @@ class Trainer {
         (callbacks::hooks::round(callbacks, report.rounds.back()), ...);
       (callbacks::hooks::end(callbacks, report), ...);
       return report;
+    } else {
+      return Report{};  // (never compiled into a program: the static_assert above fails first)
     }
   }
 
@@ -157,16 +159,22 @@ class Trainer {
     session(store).save(model);
   }
   /// Starts a run like begin(model, stop), but from the newest complete checkpoint in `store`,
-  /// so that it continues exactly where that run was; every worker calls it. Returns false, and
-  /// starts at step 0 like begin(), when the store holds no checkpoint. A checkpoint that does
-  /// not fit (another algorithm, scalar type, parameter count, number of workers, settings) or
-  /// is damaged is a CheckpointError on every worker that names the file and what differs.
+  /// so that it continues exactly where that run was; every worker calls it. Returns where it
+  /// resumed from (its round, step, folder; the report's `resumed` says the same), or, converting
+  /// to false, that the store holds no checkpoint: the run then starts at step 0 like begin().
+  /// A checkpoint that does not fit (another algorithm, scalar type, parameter count, number of
+  /// workers, settings, schedule, run length) or is damaged is a CheckpointError on every worker
+  /// that names the file and what differs.
   template <class Store, class Stop>
-  bool resume(Model& model, const Store& store, const Stop& stop, ResumeOptions options = {}) {
+  Resumed resume(Model& model, const Store& store, const Stop& stop, ResumeOptions options = {}) {
     static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
     return session(store).resume(model, [&] { begin(model, stop); }, options);
   }
+  /// Tells `sink` what the run decides as it happens (cocod::Event: resumed, a checkpoint
+  /// written, a plan re-made from measurements, a reduction skipped), one event per decision on
+  /// each worker; cocod::events::Printer prints them one line each. None by default.
+  void on_event(EventSink sink) { run_.on_event(std::move(sink)); }
   /// The next optimize() resumes from `store` (see resume()) instead of starting at step 0.
   template <class Store>
   void resume_from(const Store& store, ResumeOptions options = {}) {

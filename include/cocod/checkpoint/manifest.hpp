@@ -59,8 +59,11 @@ struct CheckpointInfo {
   {
     auto s = expect("cocod-checkpoint");
     std::uint32_t version = 0;
-    if (!(s >> version) || version != checkpoint::format_version)
-      throw fail("has format version '" + line.substr(key.size()) + "'; this build reads version " + std::to_string(checkpoint::format_version));
+    if (!(s >> version) || version != checkpoint::format_version) {
+      const std::size_t from = line.find_first_not_of(' ', key.size());
+      throw fail("has format version '" + (from == std::string::npos ? std::string{} : line.substr(from)) +
+                 "'; this build reads version " + std::to_string(checkpoint::format_version));
+    }
   }
   {
     auto s = expect("algorithm");

@@ -4,7 +4,9 @@
 // so <cocod.hpp> itself pulls in no POSIX header. Saving writes every worker's file into the
 // store and agrees on the outcome; resuming finds the newest complete checkpoint, checks that it
 // fits, and restores every part.
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <set>
@@ -38,6 +40,7 @@ class Session {
   /// any worker is a CheckpointError on every worker, and the previous checkpoint stays whole.
   template <class Model>
   void save(Model& model) {
+    const auto t0 = std::chrono::steady_clock::now();
     auto& comm = run_.reducer().comm();
     const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
     const auto& pos = run_.loop().pos();
@@ -62,37 +65,55 @@ class Session {
     detail::agreed(comm, unknown("saved"), [&] {  // nobody goes on before the manifest is there
       if (rank == 0) store_.commit(c);
     });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    char text[96];
+    std::snprintf(text, sizeof text, ", %.3f MB (this worker's file) in %.3f s", table[rank] / 1e6, seconds);
+    run_.emit({.kind = Event::Kind::checkpoint_written, .message = "checkpoint written: " + c.folder.string() + text,
+               .path = c.folder.string(), .bytes = table[rank], .seconds = seconds});
   }
 
-  /// Starts the run from the newest complete checkpoint: begin() starts it, then every part is
-  /// restored. False, after begin(), when the store holds none. See Trainer::resume().
+  /// Starts the run from the newest complete checkpoint: begin() starts it (so that the run's
+  /// length is known to the check), the checkpoint is checked against the run, then every part
+  /// is restored. Nothing to resume from, after begin(), when the store holds none. See
+  /// Trainer::resume().
   template <class Model>
-  bool resume(Model& model, const std::function<void()>& begin, ResumeOptions options) {
+  Resumed resume(Model& model, const std::function<void()>& begin, ResumeOptions options) {
     auto& comm = run_.reducer().comm();
     const auto found = find();
     if (!found) {
       begin();
-      return false;
+      return {};
     }
     if (found->workers != comm.size()) {
       elastic(model, *found, options.workers_may_change, begin);
-      return true;
+      return resumed(*found);
     }
     std::vector<std::byte> bytes;
     std::optional<FileReader> file;
-    detail::agreed(comm, unknown("resumed"), [&] {
+    begin();
+    std::vector<double> none;
+    detail::agreed(comm, none, unknown("resumed"), [&] {
       bytes = Checkpoints::read_file(*found, comm.rank());
       file.emplace(bytes, found->file(comm.rank()).string());
       state_.check(*file, *found, ModelParameters::of(model), false, comm.rank());
-    });
-    begin();
-    std::vector<double> none;
+    }, [&] { run_.abandon(); });
     detail::agreed(comm, none, unknown("resumed"), [&] { state_.load(*file, model, run_.parameters(model, "resume")); },
                    [&] { run_.abandon(); });
-    return true;
+    return resumed(*found);
   }
 
  private:
+  // The run resumed from checkpoint c: its report says so.
+  Resumed resumed(const CheckpointInfo& c) {
+    Resumed r{true, static_cast<std::size_t>(c.round), static_cast<std::size_t>(c.step), c.workers, c.folder.string()};
+    run_.recorder().resumed(r);
+    run_.emit({.kind = Event::Kind::resumed,
+               .message = "resumed from " + r.folder + " (round " + std::to_string(r.round) + ", step " + std::to_string(r.step) +
+                          ", written by " + std::to_string(r.workers) + " workers)" +
+                          (r.step >= run_.loop().pos().total_steps && run_.loop().pos().total_steps > 0 ? ": the run had ended there" : ""),
+               .path = r.folder});
+    return r;
+  }
   struct ModelParameters {
     template <class Model>
     static std::size_t of(Model& model) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <limits>
 #include <span>
+#include <string>
 
 #include "cocod/errors.hpp"
 #include "cocod/options.hpp"
@@ -85,6 +86,15 @@ struct Adaptive {
     if (!(depth_share > 0.0 && depth_share <= 1.0))
       invalid_setting("cocod::schedule::Adaptive", "depth_share", "must be in (0, 1]", depth_share);
     lr.validate();
+  }
+  /// What a checkpoint compares: its settings and the learning-rate schedule's.
+  [[nodiscard]] std::string describe() const {
+    std::string rate = "a learning-rate schedule of its own";
+    if constexpr (requires { lr.describe(); }) rate = lr.describe();
+    return "schedule::Adaptive{balance " + std::string(balance ? "true" : "false") + ", auto_period " +
+           (auto_period ? "true" : "false") + ", max_period " + std::to_string(max_period) + ", margin " +
+           lr::detail::number(margin) + ", depth_share " + lr::detail::number(depth_share) + ", first " +
+           std::to_string(first) + ", every " + std::to_string(every) + "} with " + rate;
   }
 
   [[nodiscard]] Plan plan(const Options& o, int rank, int workers) const {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <numeric>
+#include <string>
 
 #include "cocod/options.hpp"
 #include "cocod/schedule/learning_rate.hpp"
@@ -30,6 +31,11 @@ struct Fixed {
   LearningRate lr{};
 
   void validate() const { lr.validate(); }
+  /// What a checkpoint compares: "schedule::Fixed with lr::Cosine{total_steps 0, min_lr 0}".
+  [[nodiscard]] std::string describe() const {
+    if constexpr (requires { lr.describe(); }) return "schedule::Fixed with " + lr.describe();
+    else return "schedule::Fixed with a learning-rate schedule of its own";
+  }
 
   [[nodiscard]] Plan plan(const Options& o, int rank, int workers) const {
     Plan p;

@@ -1,6 +1,8 @@
 #pragma once
 // Learning-rate schedules: pure functions of the global step t, the base rate and the run's
-// total number of steps. Each validates its own hyperparameters when constructed by a schedule.
+// total number of steps. Each validates its own hyperparameters when constructed by a schedule,
+// and describe()s itself for a checkpoint to compare.
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <numbers>
@@ -15,11 +17,17 @@ namespace detail {
 [[noreturn]] inline void fail(const char* type, const char* field, const char* rule, double got) {
   invalid_setting(std::string("cocod::lr::") + type, field, rule, got);
 }
+/// v in the fewest digits that give it back exactly (0.1, not 0.10000000000000001).
+inline std::string number(double v) {
+  char b[32];
+  return std::string(b, std::to_chars(b, b + sizeof b, v).ptr);
+}
 }  // namespace detail
 
 /// lr(t) = base.
 struct Constant {
   void validate() const {}
+  [[nodiscard]] std::string describe() const { return "lr::Constant"; }
   [[nodiscard]] double operator()(double base, std::size_t, std::size_t) const { return base; }
 };
 
@@ -30,6 +38,9 @@ struct StepDecay {
   void validate() const {
     if (step_size == 0) detail::fail("StepDecay", "step_size", "must be >= 1", 0);
     if (!(gamma > 0.0 && gamma <= 1.0)) detail::fail("StepDecay", "gamma", "must be in (0, 1]", gamma);
+  }
+  [[nodiscard]] std::string describe() const {
+    return "lr::StepDecay{step_size " + std::to_string(step_size) + ", gamma " + detail::number(gamma) + "}";
   }
   [[nodiscard]] double operator()(double base, std::size_t t, std::size_t) const {
     return base * std::pow(gamma, static_cast<double>(t / step_size));
@@ -44,6 +55,9 @@ struct Cosine {
   void validate() const {
     if (!(min_lr >= 0.0)) detail::fail("Cosine", "min_lr", "must be >= 0", min_lr);
     if (!std::isfinite(min_lr)) detail::fail("Cosine", "min_lr", "must be finite", min_lr);
+  }
+  [[nodiscard]] std::string describe() const {
+    return "lr::Cosine{total_steps " + std::to_string(total_steps) + ", min_lr " + detail::number(min_lr) + "}";
   }
   [[nodiscard]] double operator()(double base, std::size_t t, std::size_t run_total) const {
     const std::size_t T = total_steps ? total_steps : run_total;
@@ -68,6 +82,11 @@ struct Warmup {
     if (!(start_factor > 0.0 && start_factor <= 1.0))
       detail::fail("Warmup", "start_factor", "must be in (0, 1]", start_factor);
     after.validate();
+  }
+  [[nodiscard]] std::string describe() const {
+    std::string then = "a schedule of its own";
+    if constexpr (requires { after.describe(); }) then = after.describe();
+    return "lr::Warmup{steps " + std::to_string(steps) + ", start_factor " + detail::number(start_factor) + "} then " + then;
   }
   [[nodiscard]] double operator()(double base, std::size_t t, std::size_t run_total) const {
     if (t >= steps) return after(base, t, run_total);

@@ -55,6 +55,7 @@ class Window {
   template <class T>
   void read(std::span<const T>, const Schedule&, const Options&, int, int, std::size_t, const Plan&) noexcept {}
   [[nodiscard]] bool take(Plan&) noexcept { return false; }
+  [[nodiscard]] std::span<const double> measured() const noexcept { return {}; }
   template <class Archive>
   void serialize(Archive&) noexcept {}  // nothing measured, nothing to keep
 };
@@ -144,6 +145,8 @@ class Window<Schedule> {
     s_.pending = true;
   }
 
+  /// Everybody's last measurements: N seconds of compute per sample, then N seconds per exchange.
+  [[nodiscard]] std::span<const double> measured() const noexcept { return s_.measured; }
   /// Hands over a new plan once (at a round boundary); false when there is none.
   [[nodiscard]] bool take(Plan& plan) noexcept {
     if (!s_.pending) return false;

@@ -17,6 +17,7 @@
 #include "cocod/backend/scalar.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/torch/detail/flat.hpp"
+#include "cocod/torch/detail/layout.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::torch {
@@ -27,13 +28,14 @@ namespace cocod::torch {
 ///    once), is re-seated as a view into one flat tensor; parameters() is that tensor's memory,
 ///    which cocod updates in place, so `module` always holds the live parameters. Parameters that
 ///    do not require a gradient are frozen: cocod leaves them alone (build them alike on every
-///    worker).
+///    worker; begin() compares them, with every tensor's name and shape: layout_fingerprint()).
 ///  - Gradients: for each step the parameters' `.grad()` are views into the gradient buffer cocod
 ///    passes, zeroed, and backward() accumulates into them in place; between steps they are
 ///    undefined (the buffer is cocod's).
 ///  - Buffers (BatchNorm's running statistics) of the parameters' scalar: views into a second flat
-///    tensor, buffers(), which cocod averages over the workers at each round's end. Every buffer
-///    (integer ones too, like num_batches_tracked) travels in checkpoints (save_state/load_state).
+///    tensor, buffers(), which cocod averages over the workers at each round's end. Counters stay
+///    each worker's own: integer buffers, and BatchNorm's num_batches_tracked whatever its dtype
+///    (->to(torch::kFloat) casts it too). Every buffer travels in checkpoints (save_state/load_state).
 ///
 /// Each step puts the module in training mode and enables gradients (whatever torch::NoGradGuard
 /// the caller holds): evaluate with `module->eval()` and a torch::NoGradGuard of your own.
@@ -64,18 +66,19 @@ class ModuleModel {
     for (detail::Named& p : detail::distinct(module().named_parameters(/*recurse=*/true))) {
       check_scalar("parameter", p);
       if (p.tensor.requires_grad()) trainable.push_back(std::move(p));
+      else frozen_.push_back(std::move(p));
     }
     if (trainable.empty()) fail("the module has no parameter that requires a gradient");
     std::vector<detail::Named> averaged;
     for (detail::Named& b : detail::distinct(module().named_buffers(/*recurse=*/true))) {
       check_cpu("buffer '" + b.name + "'", b.tensor);
-      if (b.tensor.scalar_type() == dtype())
+      if (!b.tensor.is_floating_point() || counter(b.name))
+        kept_.push_back(std::move(b));  // a counter, whatever its dtype after ->to(): this worker's own, checkpointed
+      else if (b.tensor.scalar_type() == dtype())
         averaged.push_back(std::move(b));
-      else if (b.tensor.is_floating_point())
+      else
         fail("buffer '" + b.name + "' is " + std::string(c10::toString(b.tensor.scalar_type())) + "; floating-point " +
              "buffers must be " + std::string(c10::toString(dtype())) + " like the parameters");
-      else
-        kept_.push_back(std::move(b));  // an integer counter: this worker's own, checkpointed
     }
     const auto options = ::torch::TensorOptions().dtype(dtype()).device(::torch::kCPU);
     parameters_ = detail::Flat(std::move(trainable), options);
@@ -186,6 +189,11 @@ class ModuleModel {
       out.emplace_back(parameters_.tensors()[i].name, parameters_.offset(i));
     return out;
   }
+  /// The workers compare it at begin() (DistributedError on every worker when it differs): every
+  /// parameter's and buffer's name, shape and type, and the frozen parameters' values.
+  [[nodiscard]] std::uint64_t layout_fingerprint() const {
+    return detail::LayoutHash{}.add(parameters_.tensors()).add(frozen_, true).add(buffers_.tensors()).add(kept_).value();
+  }
   /// How many parameter gradients autograd did not write in place, so that they were copied
   /// (0 unless the loss resets or assigns a parameter's .grad() itself).
   [[nodiscard]] std::size_t gradient_copies() const noexcept { return copies_; }
@@ -199,6 +207,11 @@ class ModuleModel {
   static std::span<T> span(const detail::Flat& f) noexcept {
     if (f.numel() == 0) return {};
     return {f.tensor().template data_ptr<T>(), static_cast<std::size_t>(f.numel())};
+  }
+  // A buffer that counts (BatchNorm's num_batches_tracked): never averaged.
+  static bool counter(const std::string& name) {
+    const std::string last = name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
+    return last == "num_batches_tracked";
   }
   static std::string shape(const ::torch::Tensor& t) {
     std::string s = "[";
@@ -247,7 +260,7 @@ class ModuleModel {
   ::torch::Tensor inputs_, targets_;
   Loss loss_;
   detail::Flat parameters_, buffers_;
-  std::vector<detail::Named> kept_;
+  std::vector<detail::Named> kept_, frozen_;
   std::vector<std::int64_t> index_;
   std::size_t copies_ = 0;
   bool train_each_step_ = true;

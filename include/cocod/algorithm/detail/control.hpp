@@ -54,8 +54,9 @@ class ControlSlots {
 
 /// The votes: [w_i * (latest complete round's mean loss), w_i of a worker whose mean loss is not
 /// finite (it sends none), stop vote, checkpoint vote], and the step check: N slots in which
-/// each worker writes the step it is at, so that workers out of step are an error on every
-/// worker. Owns the run state of losses and votes.
+/// each worker writes the step it is at, and whether it is finishing its run, so that workers
+/// out of step, or one that ends its run while the others go on, are an error on every worker.
+/// Owns the run state of losses and votes.
 class Votes {
  public:
   /// Run state: the loss waiting to be sent, the consensus that arrived, the votes.
@@ -89,11 +90,11 @@ class Votes {
 
   /// Fills the vote and step slots; `send_loss` false: this worker sends no loss (it withholds its
   /// contribution: the loss may be the NaN). `finite`: a mean loss that is not finite is not
-  /// sent either, and its weight is counted out of the consensus loss (the guard is on). Returns
-  /// the loss round the slots carry.
+  /// sent either, and its weight is counted out of the consensus loss (the guard is on).
+  /// `finishing`: the reduction is one of finish(). Returns the loss round the slots carry.
   template <class T>
   std::size_t write(std::span<T> votes, std::span<T> steps, double weight, bool send_loss, bool finite, std::size_t rank,
-                    std::size_t step) noexcept {
+                    std::size_t step, bool finishing) noexcept {
     const bool ready = s_.ready_round != npos && send_loss;
     const bool unsent = ready && finite && !std::isfinite(s_.ready_loss);
     votes[0] = ready && !unsent ? static_cast<T>(weight * s_.ready_loss) : T(0);
@@ -101,7 +102,7 @@ class Votes {
     votes[2] = s_.vote ? T(1) : T(0);
     votes[3] = std::exchange(s_.checkpoint_vote, false) ? T(1) : T(0);
     std::fill(steps.begin(), steps.end(), T(0));
-    steps[rank] = static_cast<T>((step & step_mask) + 1);  // exact in a float
+    steps[rank] = static_cast<T>((step & step_mask) + 1 + (finishing ? finish_mark : 0));  // exact in a float
     return s_.ready_round;
   }
   /// Reads the slots after a reduction. `kept_weight`: the summed weights of the workers whose
@@ -120,13 +121,17 @@ class Votes {
     for (std::size_t j = 1; j < steps.size(); ++j) out_of_step_ = out_of_step_ || steps[j] != steps[0];
     if (out_of_step_) steps_seen_.assign(steps.begin(), steps.end());
   }
-  /// Empty when every worker wrote the reduction just read at the same step; else what each was
-  /// at ("rank 0 at step 10, rank 1 at step 12"; steps modulo 2^20).
+  /// Empty when every worker wrote the reduction just read at the same step, all finishing or
+  /// none; else what each was at ("rank 0 at step 10, rank 1 at step 12 (finishing its run)";
+  /// steps modulo 2^20).
   [[nodiscard]] std::string out_of_step() const {
     if (!out_of_step_) return {};
     std::string s;
-    for (std::size_t j = 0; j < workers_ && j < 16; ++j)
-      s += (j ? ", rank " : "rank ") + std::to_string(j) + " at step " + std::to_string(static_cast<std::size_t>(steps_seen_[j]) - 1);
+    for (std::size_t j = 0; j < workers_ && j < 16; ++j) {
+      const auto v = static_cast<std::size_t>(steps_seen_[j]);
+      s += (j ? ", rank " : "rank ") + std::to_string(j) + " at step " + std::to_string((v & (finish_mark - 1)) - 1) +
+           ((v & finish_mark) != 0 ? " (finishing its run)" : "");
+    }
     return s + (workers_ > 16 ? ", ..." : "");
   }
 
@@ -144,6 +149,7 @@ class Votes {
 
  private:
   static constexpr std::size_t step_mask = (std::size_t{1} << 20) - 1;
+  static constexpr std::size_t finish_mark = std::size_t{1} << 21;  // (step & step_mask) + 1 <= 2^20 < finish_mark
   State s_{};
   std::size_t workers_ = 0;
   bool out_of_step_ = false;

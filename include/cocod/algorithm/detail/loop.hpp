@@ -27,6 +27,7 @@ struct Position {
   double loss_sum = 0.0;          ///< this worker's losses in the current round
   double learning_rate = 0.0;     ///< of the latest step
   bool round_ended = false;       ///< the latest step ended a round
+  bool finishing = false;         ///< in finish(): every reduction says so, so that workers that end at different steps all fail
 };
 
 class Loop {

@@ -116,6 +116,8 @@ class Recorder {
     a("rounds_dropped", report_.rounds_dropped);
   }
   void stopped_early() noexcept { report_.stopped_early = true; }
+  /// The run continued from a checkpoint.
+  void resumed(Resumed r) { report_.resumed = std::move(r); }
   /// The report of the finished run, with its totals. A reduction skipped after the last round
   /// closed (by the final wait) counts in that round.
   Report finish(std::size_t steps, double epochs) {

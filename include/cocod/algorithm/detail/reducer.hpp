@@ -174,7 +174,7 @@ class Reducer {
     const bool withheld = guarded && guard_.template withholds<B>(contribution, where.step());
     if (withheld && contribution.size() > 0) zero(B{}, contribution);
     const std::size_t loss_round = votes_.write(control_.vote_slots(), control_.step_slots(), where.weight(), !withheld,
-                                                guard_.on(), where.rank(), where.step());
+                                                guard_.on(), where.rank(), where.step(), where.finishing());
     if (guarded)
       guard_.write(control_.guard_slots(), where.weight(), where.rank());
     else

@@ -25,6 +25,7 @@ struct ReductionContext {
   [[nodiscard]] double weight() const noexcept { return loop.info().weight; }
   [[nodiscard]] std::size_t rank() const noexcept { return static_cast<std::size_t>(loop.info().rank); }
   [[nodiscard]] std::size_t step() const noexcept { return loop.pos().step; }
+  [[nodiscard]] bool finishing() const noexcept { return loop.pos().finishing; }
   [[nodiscard]] std::size_t round() const noexcept { return loop.pos().round; }
   [[nodiscard]] const std::string& algorithm() const noexcept { return loop.info().algorithm; }
   [[nodiscard]] bool write_window(std::span<T> slots) const noexcept { return window.write(slots, loop.info().rank); }

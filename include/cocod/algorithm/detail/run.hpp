@@ -6,7 +6,9 @@
 // sampler), the reducer (communicator, control slots, exchanges), the non-finite guard, the
 // measurement window, the local update's state and the recorder. cocod::Trainer drives it; an
 // algorithm sees it only through cocod::Operations.
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -15,6 +17,7 @@
 
 #include "cocod/algorithm/detail/agreement.hpp"
 #include "cocod/algorithm/detail/buffers.hpp"
+#include "cocod/algorithm/detail/emitter.hpp"
 #include "cocod/algorithm/detail/guard.hpp"
 #include "cocod/algorithm/detail/loop.hpp"
 #include "cocod/algorithm/detail/recorder.hpp"
@@ -66,7 +69,10 @@ class Run {
     const schedule::Plan plan = schedule_.plan(options_, comm.rank(), comm.size());
     const std::size_t samples = Calls::num_samples(std::as_const(model));
     reducer_.drain();  // what a failed run left in flight, before anything moves
-    const Agreed agreed = agree(comm, x.size(), samples, plan.batch_size);
+    std::uint64_t layout = 0;
+    if constexpr (requires(const Model& m) { { m.layout_fingerprint() } -> std::convertible_to<std::uint64_t>; })
+      layout = std::as_const(model).layout_fingerprint();
+    const Agreed agreed = agree(comm, x.size(), samples, plan.batch_size, plan.period, layout);
     comm.broadcast(x, 0);
     const RunInfo info{name, comm.rank(), comm.size(), x.size(), plan.period, plan.batch_size, agreed.total_batch,
                        static_cast<double>(plan.batch_size) / static_cast<double>(agreed.total_batch),
@@ -82,7 +88,7 @@ class Run {
     try {
       begin(x);
       check_acknowledged();
-      if constexpr (BufferedModel<Model>) start_buffers(comm, as_span(model.buffers()), info.rank, info.workers);
+      if constexpr (BufferedModel<Model>) buffers_.start(comm, as_span(model.buffers()), info.rank, info.workers);
     } catch (...) {
       abandon();
       throw;
@@ -136,23 +142,35 @@ class Run {
         close_round();
       }
       return *step_loss_;
+    } catch (const NonFiniteError&) {  // raised on every worker at once: the buffers too go to the finite consensus
+      if constexpr (BufferedModel<Model>)
+        buffers_.template settle<B>(reducer_.comm(), recorder_, guard_, as_span(model.buffers()), static_cast<T>(weight()), loop_.pos().step);
+      abandon();
+      throw;
     } catch (...) {
       abandon();
       throw;
     }
   }
   /// Ends the run: a partial round is closed, then finish() leaves the consensus in the model.
+  /// Its reductions say that this worker is finishing, and one of the control slots alone runs
+  /// when it has none, so that a worker that ends at another step than the others (another run
+  /// length) fails with them, the same DistributedError on every worker.
   template <class Finish>
   Report finish(Model& model, Finish&& finish) {
     try {
-      const Position& pos = loop_.pos();
+      Position& pos = loop_.pos();
+      pos.finishing = true;
       if (pos.step_in_round != 0) {  // (a full round averaged the buffers at its end)
         average_buffers(model);
         reducer_.votes().loss_ready(pos.round, pos.loss_sum / static_cast<double>(pos.step_in_round));
         close_round();
       }
+      (void)reducer_.take_collectives();
       finish();
       check_acknowledged();
+      if (reducer_.take_collectives() == 0) reducer_.reduce_control(context());
+      pos.finishing = false;
     } catch (...) {
       abandon();
       throw;
@@ -180,8 +198,16 @@ class Run {
     if (guard_.held_nan(replaced, own)) {
       if constexpr (requires { update_state_.reset(); }) update_state_.reset();
     }
-    guard_.acknowledge(ticket, replaced, left, loop_.pos().round, loop_.pos().step, [&] { recorder_.skipped(); });
+    guard_.acknowledge(ticket, replaced, left, loop_.pos().round, loop_.pos().step, [&] {
+      recorder_.skipped();
+      emit({.kind = Event::Kind::skipped, .message = "skipped a reduction: a worker's contribution was not finite, withheld (NonFinite::skip)"});
+    });
   }
+
+  /// Where the run tells its events (empty: nowhere).
+  void on_event(EventSink sink) { events_.set(std::move(sink)); }
+  /// Tells `e` to the sink, with this worker's rank, round and step.
+  void emit(Event e) const { events_.emit(std::move(e), loop_.info().rank, loop_.pos()); }
 
   /// What the reducer reads of the run at each reduction.
   [[nodiscard]] ReductionContext<Schedule, T> context() noexcept { return {loop_, window_, schedule_, options_}; }
@@ -190,6 +216,7 @@ class Run {
   // ---- the parts, for the trainer, the operations and a checkpoint session ----------------------
   [[nodiscard]] bool running() const noexcept { return running_; }
   [[nodiscard]] const Options& options() const noexcept { return options_; }
+  [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
   [[nodiscard]] Update& update() noexcept { return update_; }
   [[nodiscard]] UpdateState& update_state() noexcept { return update_state_; }
   [[nodiscard]] Loop& loop() noexcept { return loop_; }
@@ -203,10 +230,13 @@ class Run {
 
  private:
   void average_buffers(Model& model) {
-    if constexpr (BufferedModel<Model>)
-      detail::average_buffers<B>(reducer_.comm(), recorder_, as_span(model.buffers()), static_cast<T>(weight()), loop_.pos().step, guard_.on());
-    else
+    if constexpr (BufferedModel<Model>) {
+      const std::string skipped = buffers_.template average<B>(reducer_.comm(), recorder_, guard_, as_span(model.buffers()),
+                                                              static_cast<T>(weight()), loop_.pos().round, loop_.pos().step);
+      if (!skipped.empty()) emit({.kind = Event::Kind::skipped, .message = "skipped " + skipped + " (NonFinite::skip)"});
+    } else {
       (void)model;
+    }
   }
   void close_round() {
     const Position& pos = loop_.pos();
@@ -223,7 +253,11 @@ class Run {
     });
     loop_.next_round();
     schedule::Plan next;
-    if (window_.take(next)) loop_.apply(next);  // every worker at the same round boundary
+    if (window_.take(next)) {  // every worker at the same round boundary
+      const schedule::Plan before = loop_.plan();
+      loop_.apply(next);
+      events_.replanned(before, loop_.plan(), window_.measured(), loop_.info().rank, loop_.pos());
+    }
   }
   // A partial result must be acknowledged in the hook that read it, on every worker.
   void check_acknowledged() {
@@ -242,6 +276,8 @@ class Run {
   schedule::Window<Schedule> window_{};
   Reducer<CommImpl, B, T> reducer_;
   std::optional<double> step_loss_;
+  Buffers<T> buffers_{};
+  Emitter events_{};
   bool running_ = false, in_step_ = false;
 };
 

@@ -7,6 +7,7 @@
 // written from the one schema each settings type declares in its serialize(), and compared field
 // by field on resume, so that a difference is refused naming the field and both values. An
 // algorithm's checkpoint holds only the settings it takes.
+#include <charconv>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -26,15 +27,18 @@ struct is_vector : std::false_type {};
 template <class V, class A>
 struct is_vector<std::vector<V, A>> : std::true_type {};
 
-/// A setting's value as a message shows it.
+/// A setting's value as a message shows it (a number in the fewest digits that give it back
+/// exactly: 0.7, not 0.69999999999999996).
 template <class V>
 std::string text(const V& v) {
   if constexpr (std::is_same_v<V, bool>) {
     return v ? "true" : "false";
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    return v;
   } else if constexpr (std::is_floating_point_v<V>) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.17g", static_cast<double>(v));
-    return b;
+    char b[64];
+    const auto end = std::to_chars(b, b + sizeof b, v).ptr;
+    return std::string(b, end);
   } else if constexpr (std::is_enum_v<V>) {
     if constexpr (requires { to_string(v); }) return to_string(v);
     else return std::to_string(static_cast<long long>(v));
@@ -47,12 +51,34 @@ std::string text(const V& v) {
   }
 }
 
+/// The schedule as a checkpoint compares it: what its describe() says (the learning-rate
+/// schedule, and a measuring schedule's settings; a schedule without describe() is not
+/// compared) and the run's length in steps (0 when it was not given).
+struct ScheduleSettings {
+  static constexpr const char* name = "Schedule";
+  std::string type{};
+  std::size_t total_steps = 0;
+  template <class Archive>
+  void serialize(Archive& a) {
+    a("type", type);
+    a("total_steps", total_steps);
+  }
+};
+template <class Schedule>
+ScheduleSettings schedule_settings(const Schedule& s, std::size_t total_steps) {
+  ScheduleSettings out{"a schedule without describe(), not compared", total_steps};
+  if constexpr (requires { s.describe(); }) out.type = s.describe();
+  return out;
+}
+
 /// Runs `visit(name, setting)` over every settings part: the options, the update (when it says
-/// what it holds) and each of the algorithm's settings.
+/// what it holds), the schedule and each of the algorithm's settings.
 template <class Options, class Update, class Settings, class Visit>
-void each_setting(const Options& options, const Update& update, const Settings& settings, Visit&& visit) {
+void each_setting(const Options& options, const Update& update, const ScheduleSettings& schedule, const Settings& settings,
+                  Visit&& visit) {
   visit(options);
   if constexpr (requires(Update u, Visit& v) { u.serialize(v); }) visit(update);
+  visit(schedule);
   std::apply([&](const auto&... s) { (visit(s), ...); }, settings);
 }
 
@@ -81,6 +107,8 @@ class SettingsWriter {
   void operator()(std::string_view name, V& v) {
     if constexpr (is_vector<V>::value)
       f_.values(prefix_ + std::string(name), std::span<const typename V::value_type>(v));
+    else if constexpr (std::is_same_v<V, std::string>)
+      f_.text(prefix_ + std::string(name), v);
     else
       f_.value(prefix_ + std::string(name), v);
   }
@@ -130,10 +158,14 @@ class SettingsCompare {
   void operator()(std::string_view name, V& v) {
     const std::string field = prefix_ + std::string(name);
     V saved{};
-    if constexpr (is_vector<V>::value)
+    if constexpr (is_vector<V>::value) {
       saved = f_.values<typename V::value_type>(field);
-    else
+    } else if constexpr (std::is_same_v<V, std::string>) {
+      const auto b = f_.bytes(field);
+      saved.assign(reinterpret_cast<const char*>(b.data()), b.size());
+    } else {
       saved = f_.value<V>(field);
+    }
     if (mode_ == Mode::read) v = saved;
     if (mode_ == Mode::read || ignore_.count(field) || saved == v) return;
     file_.fail("does not fit this run: " + field + " differs (checkpoint: " + text(saved) + ", this run: " + text(v) + ")");

@@ -41,7 +41,7 @@ class State {
     write_header(a.file(), header(x.size()));
     FieldWriter settings;
     SettingsWriter writer(settings);
-    each_setting(run_.options(), run_.update(), settings_, writer);
+    each_setting(run_.options(), run_.update(), schedule(), settings_, writer);
     a.file().section("settings", settings);
     parts(a, model, x);
     return std::move(a).finish();
@@ -60,9 +60,10 @@ class State {
     check_fits(file, h, header(parameters), any_workers);
     auto f = file.fields("settings");
     std::set<std::string> ignore;
-    if (h.workers != static_cast<std::uint32_t>(run_.reducer().comm().size())) ignore.insert("Options::speeds");
+    if (h.workers != static_cast<std::uint32_t>(run_.reducer().comm().size()))  // (the epochs' steps change too)
+      ignore = {"Options::speeds", "Schedule::total_steps"};
     SettingsCompare compare(file, f, std::move(ignore));
-    each_setting(run_.options(), run_.update(), settings_, compare);
+    each_setting(run_.options(), run_.update(), schedule(), settings_, compare);
     f.finish();
     const auto expected = static_cast<std::uint32_t>(rank);
     if (h.rank != expected || h.round != c.round || h.step != c.step || h.workers != static_cast<std::uint32_t>(c.workers))
@@ -72,6 +73,7 @@ class State {
   }
 
  private:
+  [[nodiscard]] ScheduleSettings schedule() const { return schedule_settings(run_.schedule(), run_.loop().pos().total_steps); }
   [[nodiscard]] Header header(std::size_t parameters) const {
     const auto& comm = run_.reducer().comm();
     const auto& pos = run_.loop().pos();

@@ -154,13 +154,15 @@ class Group {
     barrier_.check();
     posted_[r] = job;
     barrier_.arrive_and_wait();
-    // Every worker checks the same collectives, so every worker raises the same error.
-    for (std::size_t q = 0; q < N; ++q) {
+    // Every worker checks the same collectives against worker 0's, so every worker raises the
+    // same error, naming worker 0 and the first worker that differs from it.
+    const Job& first = posted_[0];
+    for (std::size_t q = 1; q < N; ++q) {
       const Job& other = posted_[q];
-      if (other.op != job.op || other.is_double != job.is_double || other.count != job.count ||
-          other.root != job.root) {
-        const std::string mismatch = "workers called mismatched collectives (worker " + std::to_string(rank) + ": " +
-                                     describe(job) + "; worker " + std::to_string(q) + ": " + describe(other) + ")";
+      if (other.op != first.op || other.is_double != first.is_double || other.count != first.count ||
+          other.root != first.root) {
+        const std::string mismatch = "workers called mismatched collectives (worker 0: " + describe(first) + "; worker " +
+                                     std::to_string(q) + ": " + describe(other) + ")";
         // The workers are out of step: each later collective would pair with another worker's
         // wrong one. The group stops, so later collectives fail with cocod::Aborted.
         barrier_.abort(mismatch);

@@ -69,10 +69,10 @@ class Collectives {
  public:
   Collectives(MPI_Comm comm, const MpiOptions& options)
       : deterministic_(options.deterministic),
-        stall_(options.stall_timeout),
         comm_(duplicate(comm)),
         rank_(rank_of(comm_)),
         size_(size_of(comm_)),
+        stall_(options.stall_timeout, options.stall_suspected, rank_),
         handshake_(comm_, rank_, size_) {}
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -264,9 +264,9 @@ class Collectives {
   }
 
   bool deterministic_;
-  StallTimer stall_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  StallTimer stall_;  // (after rank_, which it names)
   Handshake handshake_;
   RankOrderedAllReduce rank_ordered_;
   std::string broken_;                   // why no collective may run any more: a mismatch or a stall

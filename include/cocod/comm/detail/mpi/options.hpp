@@ -5,6 +5,7 @@
 // The settings of comm::Mpi: which progress design, how often the polling thread looks,
 // whether sums are taken in rank order, and how long a collective may wait for a rank.
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -33,6 +34,10 @@ struct MpiOptions {
   /// (Mpi::run aborts it). Zero or negative turns the check off; then blocking collectives use
   /// MPI's blocking calls and waits use MPI_Wait, which cannot time out.
   std::chrono::milliseconds stall_timeout = std::chrono::seconds(300);
+  /// Told once per collective that has made no progress for half the stall_timeout, with a
+  /// line that says so ("cocod::comm::Mpi: rank 0: a collective has made no progress for 1 s,
+  /// half the stall timeout (2 s)"), from the thread that waits; empty: nobody is told.
+  std::function<void(const std::string&)> stall_suspected{};
 };
 
 [[nodiscard]] inline const char* to_string(MpiProgress p) noexcept {

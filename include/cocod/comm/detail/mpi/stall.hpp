@@ -4,11 +4,13 @@
 #endif
 // comm::Mpi's stall timer (MpiOptions::stall_timeout): waiting for MPI requests either in MPI's
 // own wait, which cannot time out, or by MPI_Test until a deadline, past which the caller's
-// stall handler throws.
+// stall handler throws. Half way there it tells MpiOptions::stall_suspected, once per wait.
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/mpi/environment.hpp"
@@ -25,7 +27,8 @@ namespace cocod::comm::mpi_detail {
 
 class StallTimer {
  public:
-  explicit StallTimer(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  explicit StallTimer(std::chrono::milliseconds timeout, std::function<void(const std::string&)> suspected = {}, int rank = 0)
+      : timeout_(timeout), suspected_(std::move(suspected)), rank_(rank) {}
 
   /// A collective that makes no progress this long is a stall (zero or less: no timer).
   [[nodiscard]] bool on() const noexcept { return timeout_.count() > 0; }
@@ -43,13 +46,23 @@ class StallTimer {
       int flag = 0;
       check(MPI_Testall(n, requests, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
       if (flag) return true;
-      if (on() && Clock::now() - since >= timeout_) stall();
+      const auto waited = Clock::now() - since;
+      if (on() && waited >= timeout_) stall();
+      if (on() && suspected_ && waited >= timeout_ / 2 && since != told_) {
+        told_ = since;
+        suspected_("cocod::comm::Mpi: rank " + std::to_string(rank_) + ": a collective has made no progress for " +
+                   seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ / 2)) + ", half the stall timeout (" +
+                   seconds_text(timeout_) + ")");
+      }
       if (!block) return false;
     }
   }
 
  private:
   std::chrono::milliseconds timeout_;
+  std::function<void(const std::string&)> suspected_;
+  int rank_;
+  mutable Clock::time_point told_{};  // the start of the wait last told of
 };
 
 }  // namespace cocod::comm::mpi_detail
