@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 DATE = r"\d{4}-\d\d-\d\d( \d\d:\d\d)?"
-DECIMALS = r"-?\d+\.\d+(e[-+]?\d+)?%?"  # every number with a decimal point
+SOURCE = ("cpp", "cmake")  # the languages of source blocks; a block of another language fails the check
 
 
 def timings(*units):
@@ -189,10 +189,10 @@ def mask_columns(lines, columns):
         words = line.split()
         if line.startswith("#") and columns and any(c in words for c in columns):
             header = words[1:]
-        elif header and line.startswith("  ") and len(words) >= len(header) - 1:
+        elif header and line.startswith("  ") and len(words) >= len(header):
             n = len(header)
             for c in columns:
-                if c in header:
+                if c in header and header.index(c) > 0:  # (the first column names the row)
                     words[len(words) - (n - header.index(c))] = "<m>"
             line = " ".join(words)
         elif not line.startswith("#"):
@@ -275,7 +275,7 @@ def check_sample(name, block, prev, args):
         cmds = command_lines(block.text)
         shown = None
     elif spec["cmd"] == "inline" or spec.get("cmd_from") == "inline":
-        end = next(i for i, line in enumerate(block.text) if not line.endswith("\\")) + 1
+        end = next((i for i, line in enumerate(block.text) if not line.endswith("\\")), len(block.text) - 1) + 1
         cmds = command_lines(block.text[:end])
         shown = block.text[end:]
     elif spec["cmd"] == "previous":
@@ -391,6 +391,9 @@ def main():
         for b in blocks:
             if b.marker and b.marker[0] == "run" and b.marker[1] in RUNS and (not args.only or b.marker[1] == args.only):
                 runs[b.marker[1]] = (b, code_blocks)
+    for stale in ("rounds.csv",):  # what a run writes and a later sample reads: never an earlier run's
+        if os.path.exists(os.path.join(args.work, stale)):
+            os.remove(os.path.join(args.work, stale))
     built = {} if args.coverage else build_runs(runs, args)
 
     def report(block, state, what):
@@ -432,8 +435,11 @@ def main():
                 state, what = ("ok", "not run") if args.coverage else check_run(
                     name, blocks[i + 1] if i + 1 < len(blocks) else None, built, args)
                 report(b, state, "%s: %s" % (name, what))
-            elif kind == "code" or b.lang:
+            elif kind == "code" or b.lang in SOURCE:
                 continue
+            elif b.lang:
+                report(b, "failed", "a block in %r: write samples and commands as plain fenced blocks, source as %s" % (
+                    b.lang, " or ".join(SOURCE)))
             elif prev and prev.marker and prev.marker[0] == "run":
                 continue  # the output of the run before it
             elif (i + 1 < len(blocks) and blocks[i + 1].marker and blocks[i + 1].marker[0] == "sample" and

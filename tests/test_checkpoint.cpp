@@ -407,6 +407,28 @@ TEST_CASE("a resumed run says from where: resume() and the report, also when it 
   });
 }
 
+TEST_CASE("a run begun without a length resumes with one: the length is compared only where both are given") {
+  const cocod::Checkpoints store(scratch("no-length"));
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, cocod::schedule::Fixed<>>>(comm, options);
+    opt.begin(model);  // the step-level API, no length
+    for (int s = 0; s < 6; ++s) opt.step(model, opt.next_batch());
+    opt.save(model, store);
+    (void)opt.finish(model);
+  });
+  std::vector<std::size_t> steps(workers);
+  cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+    Model model = model_of(comm.rank());
+    auto opt = cocod_test::make<cocod::Optimizer<Model, cocod::comm::Threads, cocod::schedule::Fixed<>>>(comm, options);
+    const cocod::Resumed r = opt.resume(model, store, cocod::Steps{12});
+    CHECK(static_cast<bool>(r));
+    while (opt.steps_taken() < 12) opt.step(model, opt.next_batch());
+    steps[static_cast<std::size_t>(comm.rank())] = opt.finish(model).steps;
+  });
+  CHECK(steps == std::vector<std::size_t>(workers, 12));
+}
+
 TEST_CASE("resume from an empty directory starts at step 0") {
   const cocod::Checkpoints store(scratch("empty"));
   Model model = model_of(0);

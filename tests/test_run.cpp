@@ -319,6 +319,33 @@ TEST_CASE("a NaN in one worker's buffers is a NonFiniteError on every worker at 
   CHECK(errors == 2);
 }
 
+TEST_CASE("skip: buffers that are not finite at every round's end are skipped, counted, told, and end the run after max_skips") {
+  std::vector<std::string> errors(2);
+  std::vector<std::size_t> told(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Buffered model(20, comm.rank());
+    cocod::LocalSGD<Buffered, cocod::comm::Threads> opt{comm, {.period = 2, .non_finite = cocod::NonFinite::skip, .max_skips = 3}};
+    opt.on_event([&](const cocod::Event& e) { told[r] += e.kind == cocod::Event::Kind::skipped; });
+    opt.begin(model, cocod::Steps{20});
+    try {
+      for (int s = 0; s < 20; ++s) {
+        if (comm.rank() == 1) model.stats[0] = std::nan("");  // a NaN in its statistics at every step
+        (void)opt.step(model, opt.next_batch());
+      }
+    } catch (const cocod::NonFiniteError& e) {
+      errors[r] = e.what();
+    }
+  });
+  for (const auto& e : errors) {
+    CAPTURE(e);
+    CHECK(e == errors[0]);
+    CHECK(e.find("the buffers() of rank 1 were not finite, withheld from their average; 3 buffer averages in a row were skipped "
+                 "(Options::max_skips = 3)") != std::string::npos);
+  }
+  CHECK(told == std::vector<std::size_t>{2, 2});  // the first two skips, told; the third ends the run
+}
+
 namespace {
 // One-shot averaging: local SGD alone, and one average at the end. No round reduces an
 // exchange, so the run reduces the control slots itself at each round's end.

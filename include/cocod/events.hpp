@@ -37,7 +37,8 @@ using EventSink = std::function<void(const Event&)>;
 namespace events {
 
 /// A sink that prints each event as one line: "cocod [rank 0] round 12 (step 48): checkpoint
-/// written: ckpt/round-000000000012, 1.2 MB in 0.031 s". Rank 0's only, unless `every_rank`.
+/// written: ckpt/round-000000000012, 1.200 MB (this worker's file) in 0.031 s". Rank 0's only,
+/// unless `every_rank`.
 class Printer {
  public:
   explicit Printer(std::FILE* out = stderr, bool every_rank = false) : out_(out), every_rank_(every_rank) {}

@@ -107,11 +107,16 @@ class Session {
   Resumed resumed(const CheckpointInfo& c) {
     Resumed r{true, static_cast<std::size_t>(c.round), static_cast<std::size_t>(c.step), c.workers, c.folder.string()};
     run_.recorder().resumed(r);
-    run_.emit({.kind = Event::Kind::resumed,
+    try {
+      run_.emit({.kind = Event::Kind::resumed,
                .message = "resumed from " + r.folder + " (round " + std::to_string(r.round) + ", step " + std::to_string(r.step) +
                           ", written by " + std::to_string(r.workers) + " workers)" +
                           (r.step >= run_.loop().pos().total_steps && run_.loop().pos().total_steps > 0 ? ": the run had ended there" : ""),
-               .path = r.folder});
+                 .path = r.folder});
+    } catch (...) {  // a sink's failure ends the run, as a callback's does
+      run_.abandon();
+      throw;
+    }
     return r;
   }
   struct ModelParameters {

@@ -36,6 +36,7 @@ class Guard {
   /// A new run of `workers` workers.
   void start(std::size_t workers) {
     workers_ = workers;
+    raised_ = false;
     found_ = 0;
     skips_ = clean_ = 0;
     withheld_.clear();
@@ -44,6 +45,10 @@ class Guard {
     own_ = false;
   }
   [[nodiscard]] bool on() const noexcept { return policy_ != NonFinite::off; }
+  /// With NonFinite::skip, the skips in a row before NonFiniteError (Options::max_skips).
+  [[nodiscard]] std::size_t max_skips() const noexcept { return max_skips_; }
+  /// This run ended with the guard's NonFiniteError (raised on every worker at once).
+  [[nodiscard]] bool raised() const noexcept { return raised_; }
   /// NonFinite::raise: a finding ends the run at the first reduction that reports it.
   [[nodiscard]] bool raises() const noexcept { return policy_ == NonFinite::raise; }
   /// Its slots per reduced buffer.
@@ -166,6 +171,7 @@ class Guard {
     std::vector<Withheld> withheld;
   };
   [[noreturn]] void fail(const std::vector<Withheld>& found, const std::string& then, std::size_t round, std::size_t step) {
+    raised_ = true;
     std::string what = "cocod: a NaN or an infinity in round " + std::to_string(round) + " (step " + std::to_string(step) + "):";
     for (const auto& w : found)
       what += " rank " + std::to_string(w.rank) + (w.what == 1 ? " had a non-finite loss" : " had a non-finite gradient or parameters") +
@@ -188,6 +194,7 @@ class Guard {
   std::size_t max_skips_;
   std::size_t workers_ = 0;
   int found_ = 0;  // 1: a loss, 2: its contribution
+  bool raised_ = false;
   std::size_t found_step_ = 0, skips_ = 0, clean_ = 0;
   std::vector<Withheld> withheld_;
   std::vector<Partial> pending_;  // the partial results not acknowledged yet

@@ -233,7 +233,7 @@ class Run {
     if constexpr (BufferedModel<Model>) {
       const std::string skipped = buffers_.template average<B>(reducer_.comm(), recorder_, guard_, as_span(model.buffers()),
                                                               static_cast<T>(weight()), loop_.pos().round, loop_.pos().step);
-      if (!skipped.empty()) emit({.kind = Event::Kind::skipped, .message = "skipped " + skipped + " (NonFinite::skip)"});
+      if (!skipped.empty()) emit({.kind = Event::Kind::skipped, .message = skipped + " (NonFinite::skip)"});
     } else {
       (void)model;
     }

@@ -53,7 +53,7 @@ std::string text(const V& v) {
 
 /// The schedule as a checkpoint compares it: what its describe() says (the learning-rate
 /// schedule, and a measuring schedule's settings; a schedule without describe() is not
-/// compared) and the run's length in steps (0 when it was not given).
+/// compared) and the run's length in steps (0 when it was not given: then any length fits).
 struct ScheduleSettings {
   static constexpr const char* name = "Schedule";
   std::string type{};
@@ -168,6 +168,8 @@ class SettingsCompare {
     }
     if (mode_ == Mode::read) v = saved;
     if (mode_ == Mode::read || ignore_.count(field) || saved == v) return;
+    if constexpr (std::is_arithmetic_v<V>)
+      if (field == "Schedule::total_steps" && (saved == V(0) || v == V(0))) return;  // a length not given: any
     file_.fail("does not fit this run: " + field + " differs (checkpoint: " + text(saved) + ", this run: " + text(v) + ")");
   }
 

@@ -61,7 +61,7 @@ class State {
     auto f = file.fields("settings");
     std::set<std::string> ignore;
     if (h.workers != static_cast<std::uint32_t>(run_.reducer().comm().size()))  // (the epochs' steps change too)
-      ignore = {"Options::speeds", "Schedule::total_steps"};
+      ignore = {"Options::speeds", "Schedule::total_steps", "Options::data_fingerprint"};  // (each old worker's own)
     SettingsCompare compare(file, f, std::move(ignore));
     each_setting(run_.options(), run_.update(), schedule(), settings_, compare);
     f.finish();

@@ -34,9 +34,11 @@ struct MpiOptions {
   /// (Mpi::run aborts it). Zero or negative turns the check off; then blocking collectives use
   /// MPI's blocking calls and waits use MPI_Wait, which cannot time out.
   std::chrono::milliseconds stall_timeout = std::chrono::seconds(300);
-  /// Told once per collective that has made no progress for half the stall_timeout, with a
-  /// line that says so ("cocod::comm::Mpi: rank 0: a collective has made no progress for 1 s,
-  /// half the stall timeout (2 s)"), from the thread that waits; empty: nobody is told.
+  /// Told once per wait (a collective's description exchange, or its data) that has made no
+  /// progress for half the stall_timeout, with a line that says so ("cocod::comm::Mpi: rank 0:
+  /// a collective has made no progress for 1 s, half the stall timeout (2 s)"), from the thread
+  /// that waits, which may hold the communicator's lock: it must not use the communicator, and
+  /// what it throws is ignored. Empty: nobody is told.
   std::function<void(const std::string&)> stall_suspected{};
 };
 

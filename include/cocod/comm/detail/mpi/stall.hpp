@@ -50,9 +50,12 @@ class StallTimer {
       if (on() && waited >= timeout_) stall();
       if (on() && suspected_ && waited >= timeout_ / 2 && since != told_) {
         told_ = since;
-        suspected_("cocod::comm::Mpi: rank " + std::to_string(rank_) + ": a collective has made no progress for " +
-                   seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ / 2)) + ", half the stall timeout (" +
-                   seconds_text(timeout_) + ")");
+        try {  // (a failure here would fail the collective on this rank alone)
+          suspected_("cocod::comm::Mpi: rank " + std::to_string(rank_) + ": a collective has made no progress for " +
+                     seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ / 2)) + ", half the stall timeout (" +
+                     seconds_text(timeout_) + ")");
+        } catch (...) {
+        }
       }
       if (!block) return false;
     }
