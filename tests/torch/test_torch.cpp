@@ -73,6 +73,15 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
+// This worker's shard and a fresh BatchNorm module, built under `m`: libtorch's generator is the
+// process's, shared by the workers of comm::Threads.
+std::pair<Shard, Net> shard_and_net(std::mutex& m, std::int64_t n, std::uint64_t shard_seed, std::uint64_t net_seed) {
+  std::lock_guard lock(m);
+  Shard data = shard(n, shard_seed);
+  torch::manual_seed(net_seed);
+  return {data, Net()};
+}
+
 // |a - b| in units of the last place of `scale`, the largest magnitude among the operands and
 // the results: a fused multiply-add and a multiply then add differ by at most one such unit.
 double ulps(float a, float b, float scale) {
@@ -241,14 +250,7 @@ TEST_CASE("a module's own BatchNorm statistics are averaged at each round's end 
   auto run = [&](bool resume) {
     cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
       const auto r = static_cast<std::size_t>(comm.rank());
-      Shard data;
-      Net net;
-      {
-        std::lock_guard lock(torch_init);
-        data = shard(128, 30 + r);
-        torch::manual_seed(40);
-        net = Net();
-      }
+      auto [data, net] = shard_and_net(torch_init, 128, 30 + r, 40);
       auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
       CHECK(model.buffers().size() == 2 * 16);  // running_mean and running_var; num_batches_tracked is kept
       cocod::LocalSGD<decltype(model), cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 3, .batch_size = 8}};
@@ -306,14 +308,7 @@ BatchNormOutcome batchnorm_nan(cocod::NonFinite policy, bool nan_in_statistics) 
   std::mutex torch_init;
   cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
-    Shard data;
-    Net net;
-    {
-      std::lock_guard lock(torch_init);
-      data = shard(128, 30 + r);
-      torch::manual_seed(40);
-      net = Net();
-    }
+    auto [data, net] = shard_and_net(torch_init, 128, 30 + r, 40);
     if (nan_in_statistics && r == 1) net->poison_at = 5;  // a NaN in the running mean while the loss stays finite
     auto model = cocod::torch::make_model(net, data.inputs, data.targets, NaNAt{r == 1 && !nan_in_statistics});
     Algorithm<decltype(model), cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 4, .batch_size = 128,
@@ -373,16 +368,9 @@ TEST_CASE("num_batches_tracked stays each worker's own count after ->to(torch::k
     std::mutex torch_init;
     cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
       const auto r = static_cast<std::size_t>(comm.rank());
-      Shard data;
-      Net net;
-      {
-        std::lock_guard lock(torch_init);
-        data = shard(64, 50 + r);
-        torch::manual_seed(41);
-        net = Net();
-        net->to(dtype);  // casts every buffer, the Long counter too
-        data.inputs = data.inputs.to(dtype);
-      }
+      auto [data, net] = shard_and_net(torch_init, 64, 50 + r, 41);
+      net->to(dtype);  // casts every buffer, the Long counter too
+      data.inputs = data.inputs.to(dtype);
       auto step_run = [&](auto model) {
         averaged[r] = model.buffers().size();
         cocod::LocalSGD<decltype(model), cocod::comm::Threads> opt{comm, {.learning_rate = 0.05, .period = 3, .batch_size = 8}};

@@ -135,8 +135,9 @@ class SettingsText {
 /// CheckpointError naming the file, the field and both values. Fields in `ignore` may differ.
 class SettingsCompare {
  public:
-  SettingsCompare(const FileReader& file, FieldReader& f, std::set<std::string> ignore)
-      : file_(file), f_(f), ignore_(std::move(ignore)) {}
+  /// Fields in `ignore` may differ; in `unknown_if_zero`, 0 on either side means "not given" and fits any value.
+  SettingsCompare(const FileReader& file, FieldReader& f, std::set<std::string> ignore, std::set<std::string> unknown_if_zero = {})
+      : file_(file), f_(f), ignore_(std::move(ignore)), unknown_if_zero_(std::move(unknown_if_zero)) {}
   template <class S>
   void operator()(S s) {
     prefix_ = std::string(name_of<S>()) + "::";
@@ -169,7 +170,7 @@ class SettingsCompare {
     if (mode_ == Mode::read) v = saved;
     if (mode_ == Mode::read || ignore_.count(field) || saved == v) return;
     if constexpr (std::is_arithmetic_v<V>)
-      if (field == "Schedule::total_steps" && (saved == V(0) || v == V(0))) return;  // a length not given: any
+      if (unknown_if_zero_.count(field) && (saved == V(0) || v == V(0))) return;
     file_.fail("does not fit this run: " + field + " differs (checkpoint: " + text(saved) + ", this run: " + text(v) + ")");
   }
 
@@ -182,7 +183,7 @@ class SettingsCompare {
   }
   const FileReader& file_;
   FieldReader& f_;
-  std::set<std::string> ignore_;
+  std::set<std::string> ignore_, unknown_if_zero_;
   std::string prefix_;
   enum class Mode { compare, read } mode_ = Mode::compare;  // read: take the saved values (to describe them)
 };

@@ -62,7 +62,7 @@ class State {
     std::set<std::string> ignore;
     if (h.workers != static_cast<std::uint32_t>(run_.reducer().comm().size()))  // (the epochs' steps change too)
       ignore = {"Options::speeds", "Schedule::total_steps", "Options::data_fingerprint"};  // (each old worker's own)
-    SettingsCompare compare(file, f, std::move(ignore));
+    SettingsCompare compare(file, f, std::move(ignore), {"Schedule::total_steps"});  // (0: a run begun without a length)
     each_setting(run_.options(), run_.update(), schedule(), settings_, compare);
     f.finish();
     const auto expected = static_cast<std::uint32_t>(rank);
