@@ -103,7 +103,6 @@ class Buffers {
   void start(Comm& comm, Span b, int rank, int workers) {
     start_buffers(comm, b, rank, workers);
     staging_.assign(b.size() + 2 * static_cast<std::size_t>(workers), T(0));  // once: the rounds allocate nothing
-    failed_ = false;
     skips_ = 0;
   }
   /// The average at a round's end. A worker whose buffers were withheld while its parameters'
@@ -113,7 +112,6 @@ class Buffers {
   /// words it returns ("the buffers() of rank 1 ..."; empty when nothing was skipped).
   template <class B, class Comm, class Span>
   std::string average(Comm& comm, Recorder& recorder, const Guard& guard, Span b, T weight, std::size_t round, std::size_t step) {
-    failed_ = false;
     if (b.size() + 2 * static_cast<std::size_t>(comm.size()) > staging_.size())
       throw std::logic_error("cocod: the model's buffers() grew during the run (" + std::to_string(staging_.size() - 2 * static_cast<std::size_t>(comm.size())) +
                              " -> " + std::to_string(b.size()) + " elements)");
@@ -126,13 +124,11 @@ class Buffers {
     const std::string which = "the buffers() of rank" + std::string(w.ranks.size() > 1 ? "s " : " ") + who + " were not finite";
     const std::string what = "cocod: a NaN or an infinity in round " + std::to_string(round) + " (step " + std::to_string(step) +
                              "): " + which + ", withheld from their average; ";
-    failed_ = true;
     if (w.none_finite) throw NonFiniteError(what + "no worker's were finite, so there is no consensus: the buffers are left as they were");
     if (guard.raises()) throw NonFiniteError(what + "the buffers are left at the consensus of the finite ones");
     if (++skips_ >= guard.max_skips())
       throw NonFiniteError(what + std::to_string(skips_) + " buffer averages in a row were skipped (Options::max_skips = " +
                            std::to_string(guard.max_skips()) + "); the buffers are left at the consensus of the finite ones");
-    failed_ = false;
     recorder.skipped();
     return which + ", withheld from their average";
   }
@@ -141,7 +137,7 @@ class Buffers {
   /// contributions. Nothing after any other error (it may be one worker's alone).
   template <class B, class Comm, class Span>
   void settle(Comm& comm, Recorder& recorder, const Guard& guard, Span b, T weight, std::size_t step) noexcept {
-    if (failed_ || !guard.on() || !guard.raised()) return;  // (after the buffers' own error they are settled already)
+    if (!guard.on() || !guard.raised()) return;  // (after the buffers' own error they are settled already)
     try {
       (void)average_buffers<B>(comm, recorder, std::span<T>(staging_), b, weight, step, true, true);
     } catch (...) {  // the error that ended the run is the one to report
@@ -151,7 +147,6 @@ class Buffers {
  private:
   std::vector<T> staging_;
   std::size_t skips_ = 0;  // buffer averages skipped in a row
-  bool failed_ = false;
 };
 
 }  // namespace cocod::detail
