@@ -19,6 +19,8 @@
 #include "cocod/compress/codec.hpp"
 #include "cocod/data/sampler.hpp"
 #include "cocod/update/sgd.hpp"
+#include "cocod/update/adam.hpp"
+#include "cocod/update/clip.hpp"
 #include "cocod/schedule/learning_rate.hpp"
 #include "cocod/schedule/fixed.hpp"
 #include "cocod/schedule/measurement.hpp"

@@ -2,7 +2,9 @@
 // Test models and helpers shared by the test files (test code, not library code).
 #include <Eigen/Core>
 
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <tuple>
@@ -17,6 +19,8 @@
 #include "cocod/family/fragments.hpp"
 #include "cocod/family/outer.hpp"
 #include "cocod/family/pull_back.hpp"
+#include "cocod/update/adam.hpp"
+#include "cocod/update/clip.hpp"
 #include "cocod/update/sgd.hpp"
 
 namespace cocod_test {
@@ -26,6 +30,8 @@ namespace cocod_test {
 struct Setup {
   cocod::Options options;
   cocod::update::Sgd sgd{};
+  cocod::update::Adam adam{};
+  cocod::update::AdamW adamw{};
   std::optional<cocod::Outer> outer{};
   cocod::Compress compress{};
   cocod::Fragments fragments{};
@@ -50,17 +56,25 @@ auto family_of(const Setup& s) {
   return std::tuple_cat(one(s.outer), one(s.compress), one(s.fragments), one(s.pull), one(s.depth), one(s.delay));
 }
 
-/// Algorithm A on `comm` with the settings of `s` it takes (its Update: s.sgd when it is
-/// update::Sgd), and `extra` parts (a schedule).
+/// The update rule U with the settings of `s` (s.sgd, s.adam, s.adamw; a ClipGradNorm wraps the
+/// one of its inner rule with max_norm 1), or U's defaults.
+template <class U>
+U update_of(const Setup& s) {
+  if constexpr (std::is_same_v<U, cocod::update::Sgd>) return s.sgd;
+  else if constexpr (std::is_same_v<U, cocod::update::Adam>) return s.adam;
+  else if constexpr (std::is_same_v<U, cocod::update::AdamW>) return s.adamw;
+  else if constexpr (requires { U{}.inner; }) return U{.max_norm = 1.0, .inner = update_of<decltype(U{}.inner)>(s)};
+  else return U{};
+}
+
+/// Algorithm A on `comm` with the settings of `s` it takes (its Update's: update_of), and
+/// `extra` parts (a schedule).
 template <class A, class Comm, class... Extra>
 A make(Comm comm, const Setup& s, Extra&&... extra) {
   auto parts = std::tuple_cat(family_of<A>(s), std::forward_as_tuple(std::forward<Extra>(extra)...));
   return std::apply(
       [&](auto&&... p) {
-        if constexpr (std::is_same_v<typename A::update_type, cocod::update::Sgd>)
-          return A(std::move(comm), s.options, s.sgd, std::forward<decltype(p)>(p)...);
-        else
-          return A(std::move(comm), s.options, std::forward<decltype(p)>(p)...);
+        return A(std::move(comm), s.options, update_of<typename A::update_type>(s), std::forward<decltype(p)>(p)...);
       },
       std::move(parts));
 }
@@ -146,6 +160,35 @@ struct PlainSgd {
         d = nesterov ? d + momentum * v[j] : v[j];
       }
       x[j] = x[j] - lr * d;
+    }
+  }
+};
+
+/// Plain scalar Adam and AdamW in torch::optim's order of operations, written out element by
+/// element: the reference the library's fused kernel must match.
+template <class T>
+struct PlainAdam {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled = true;
+  std::vector<T> m, v;
+  std::uint64_t t = 0;
+  template <bool Decoupled>
+  static PlainAdam of(const cocod::update::detail::AdamRule<Decoupled>& a) {
+    return {a.beta1, a.beta2, a.eps, a.weight_decay, Decoupled, {}, {}, 0};
+  }
+  void apply(std::vector<T>& x, const std::vector<T>& g, T lr) {
+    if (m.empty()) m.assign(x.size(), T(0)), v.assign(x.size(), T(0));
+    ++t;
+    const double bias1 = 1.0 - std::pow(beta1, static_cast<double>(t)), bias2 = 1.0 - std::pow(beta2, static_cast<double>(t));
+    const auto step_size = static_cast<T>(static_cast<double>(lr) / bias1);
+    const auto bias2_sqrt = static_cast<T>(std::sqrt(bias2));
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      T d = g[j];
+      if (weight_decay != 0 && decoupled) x[j] = x[j] * static_cast<T>(1.0 - static_cast<double>(lr) * weight_decay);
+      if (weight_decay != 0 && !decoupled) d = d + static_cast<T>(weight_decay) * x[j];
+      m[j] = static_cast<T>(beta1) * m[j] + static_cast<T>(1.0 - beta1) * d;
+      v[j] = static_cast<T>(beta2) * v[j] + static_cast<T>(1.0 - beta2) * d * d;
+      x[j] = x[j] - step_size * (m[j] / (std::sqrt(v[j]) / bias2_sqrt + static_cast<T>(eps)));
     }
   }
 };

@@ -272,6 +272,52 @@ TEST_CASE("CoCoD-SGD with an automatic overlap depth resumes bit for bit at ever
   check_bitwise_resume<cocod::Optimizer>("cocod-auto-family", o, schedule, every);
 }
 
+template <class M, class C, class S>
+using CoCoDClippedAdamW = cocod::CoCoDSGD<M, C, S, cocod::update::ClipGradNorm<cocod::update::AdamW>>;
+template <class M, class C, class S>
+using LocalAdam = cocod::LocalSGD<M, C, S, cocod::update::Adam>;
+
+TEST_CASE("Adam and AdamW resume bit for bit: their moments and step counts are in the checkpoint") {
+  auto o = options;
+  o.adamw.weight_decay = 0.1;
+  o.adam.weight_decay = 1e-3;
+  check_bitwise_resume<CoCoDClippedAdamW>("cocod-adamw-clipped", o);
+  check_bitwise_resume<LocalAdam>("local-adam", o);
+  // another update rule, or other settings of it, is refused by name
+  const cocod::Checkpoints store(scratch("update-mismatch"));
+  interrupted_run<CoCoDClippedAdamW>(store, 2, o);
+  auto errors = [&](auto rule, const cocod_test::Setup& setup) {
+    std::vector<std::string> out(static_cast<std::size_t>(workers));
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      auto model = model_of(comm.rank());
+      cocod::CoCoDSGD<Model, cocod::comm::Threads, Schedule, decltype(rule)> opt(comm, setup.options, rule);
+      try {
+        (void)opt.resume(model, store, cocod::Steps{total_steps});
+      } catch (const cocod::CheckpointError& e) {
+        out[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    return out;
+  };
+  auto expect = [](const std::vector<std::string>& got, const std::string& message) {
+    CAPTURE(message);
+    for (const auto& e : got) {
+      CAPTURE(e);
+      CHECK(e.find(message) != std::string::npos);
+    }
+  };
+  using Clipped = cocod::update::ClipGradNorm<cocod::update::AdamW>;
+  for (const auto& e : errors(Clipped{.max_norm = 1.0, .inner = o.adamw}, o)) CHECK(e.empty());  // the same: it resumes
+  expect(errors(Clipped{.max_norm = 2.0, .inner = o.adamw}, o),
+         "update::ClipGradNorm::max_norm differs (checkpoint: 1, this run: 2)");
+  expect(errors(Clipped{.max_norm = 1.0, .inner = {.weight_decay = 0.01}}, o),
+         "update::ClipGradNorm::weight_decay differs (checkpoint: 0.1, this run: 0.01)");
+  expect(errors(cocod::update::ClipGradNorm<cocod::update::Adam>{.max_norm = 1.0, .inner = o.adam}, o),
+         "update::ClipGradNorm::inner differs (checkpoint: update::AdamW, this run: update::Adam)");
+  expect(errors(o.adamw, o), "does not fit this run: the checkpoint's run has update::ClipGradNorm where this run has update::AdamW");
+  expect(errors(cocod::update::Sgd{}, o), "the checkpoint's run has update::ClipGradNorm where this run has update::Sgd");
+}
+
 TEST_CASE("a checkpoint of other settings is refused, naming the field; a setting the algorithm does not take may change") {
   const cocod::Checkpoints store(scratch("family-mismatch"));
   interrupted_run<cocod::Optimizer>(store, 2);

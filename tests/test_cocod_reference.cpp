@@ -4,6 +4,8 @@
 
 #include <cocod.hpp>
 
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "support.hpp"
@@ -15,21 +17,28 @@ using Models = std::vector<std::vector<T>>;
 
 Model make(int rank) { return Model(90, 7, 900 + static_cast<std::uint64_t>(rank)); }
 
-/// The plain simulation: N workers in one thread. Returns each worker's model after every round
-/// and, last, after finish.
+/// The plain simulation: N workers in one thread, each updating with a copy of `rule` (plain SGD
+/// from the setup's update::Sgd by default). Returns each worker's model after every round and,
+/// last, after finish.
 enum class Algo { cocod, local, sync };
-std::vector<Models> simulate(Algo algo, int n, const cocod_test::Setup& setup, std::size_t rounds) {
+template <class Rule = cocod_test::PlainSgd<T>>
+std::vector<Models> simulate(Algo algo, int n, const cocod_test::Setup& setup, std::size_t rounds,
+                             std::optional<Rule> rule = std::nullopt) {
   const cocod::Options& o = setup.options;
   const auto N = static_cast<std::size_t>(n);
   std::vector<Model> models;
-  std::vector<cocod_test::PlainSgd<T>> sgd;
+  std::vector<Rule> sgd;
   std::vector<cocod::BatchSampler> samplers;
   std::vector<std::size_t> M(N);
   double total = 0;
   for (int i = 0; i < n; ++i) total += o.speeds[static_cast<std::size_t>(i)];
   for (std::size_t i = 0; i < N; ++i) {
     models.push_back(make(static_cast<int>(i)));
-    sgd.push_back({static_cast<T>(setup.sgd.momentum), static_cast<T>(setup.sgd.weight_decay), setup.sgd.nesterov, {}});
+    if constexpr (std::is_same_v<Rule, cocod_test::PlainSgd<T>>)
+      sgd.push_back(rule.value_or(Rule{static_cast<T>(setup.sgd.momentum), static_cast<T>(setup.sgd.weight_decay),
+                                       setup.sgd.nesterov, {}}));
+    else
+      sgd.push_back(rule.value());
     samplers.emplace_back(models[i].num_samples(), o.seed, static_cast<int>(i));
     M[i] = static_cast<std::size_t>(std::round(static_cast<double>(N * o.batch_size) * o.speeds[i] / total));
   }
@@ -94,14 +103,14 @@ std::vector<Models> simulate(Algo algo, int n, const cocod_test::Setup& setup, s
   return history;
 }
 
-template <template <class...> class Algorithm>
+template <template <class...> class Algorithm, class Update = cocod::update::Sgd>
 std::vector<Models> run_library(int n, const cocod_test::Setup& s, std::size_t rounds) {
   const auto N = static_cast<std::size_t>(n);
   std::vector<Models> history(rounds + 1, Models(N));
   cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
     Model model = make(comm.rank());
-    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads>>(comm, s);
+    auto opt = cocod_test::make<Algorithm<Model, cocod::comm::Threads, cocod::schedule::Fixed<>, Update>>(comm, s);
     opt.begin(model);
     std::size_t round = 0;
     while (round < rounds) {
@@ -145,4 +154,21 @@ TEST_CASE("Local-SGD and S-SGD match their plain recomputations: 3 workers") {
                             {.momentum = 0.5}};
   compare(simulate(Algo::local, 3, o, 4), run_library<cocod::LocalSGD>(3, o, 4));
   compare(simulate(Algo::sync, 3, o, 4), run_library<cocod::SyncSGD>(3, o, 4));
+}
+
+TEST_CASE("with Adam and AdamW, CoCoD-SGD, Local-SGD and S-SGD match a plain recomputation: 3 workers, unequal batches") {
+  cocod_test::Setup o{{.learning_rate = 0.01, .period = 3, .batch_size = 4, .speeds = {1.0, 2.0, 1.5}, .seed = 24}};
+  o.adamw = {.beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.05};
+  o.adam = {.weight_decay = 1e-3};
+  const auto adamw = cocod_test::PlainAdam<T>::of(o.adamw);
+  const auto adam = cocod_test::PlainAdam<T>::of(o.adam);
+  const auto expected = simulate(Algo::cocod, 3, o, 5, std::optional(adamw));
+  compare(expected, run_library<cocod::Optimizer, cocod::update::AdamW>(3, o, 5));
+  CHECK(expected[2][0] != expected[2][1]);
+  compare(simulate(Algo::local, 3, o, 4, std::optional(adamw)), run_library<cocod::LocalSGD, cocod::update::AdamW>(3, o, 4));
+  compare(simulate(Algo::sync, 3, o, 4, std::optional(adamw)), run_library<cocod::SyncSGD, cocod::update::AdamW>(3, o, 4));
+  compare(simulate(Algo::cocod, 3, o, 5, std::optional(adam)), run_library<cocod::Optimizer, cocod::update::Adam>(3, o, 5));
+  o.adamw.weight_decay = 0;  // no decay: no `x * 1` in the step
+  compare(simulate(Algo::local, 3, o, 4, std::optional(cocod_test::PlainAdam<T>::of(o.adamw))),
+          run_library<cocod::LocalSGD, cocod::update::AdamW>(3, o, 4));
 }

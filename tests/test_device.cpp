@@ -167,6 +167,42 @@ TEST_CASE_TEMPLATE("the family's rules train device parameters like host paramet
   check_close(std::vector<T>(db.begin(), db.end()), b);
 }
 
+namespace {
+template <class M, class C>
+using LocalClippedAdamW = cocod::LocalSGD<M, C, cocod::schedule::Fixed<>, cocod::update::ClipGradNorm<cocod::update::AdamW>>;
+template <class M, class C>
+using CoCoDAdam = cocod::CoCoDSGD<M, C, cocod::schedule::Fixed<>, cocod::update::Adam>;
+}  // namespace
+
+TEST_CASE_TEMPLATE("Adam, AdamW and clipping train device parameters like host parameters", T, float, double) {
+  for (int workers : {1, 3}) {
+    CAPTURE(workers);
+    compare_flavors<LocalClippedAdamW, T>(workers, [](cocod_test::Setup& o) { o.adamw.weight_decay = 0.05; });
+    compare_flavors<CoCoDAdam, T>(workers, [](cocod_test::Setup& o) { o.adam.weight_decay = 1e-3; });
+  }
+  using cocod::backend::cpu;
+  using cocod::backend::cuda;
+  const std::size_t n = 5003;
+  for (const bool decoupled : {false, true}) {
+    CAPTURE(decoupled);
+    auto x = random_vector<T>(n, 21), g = random_vector<T>(n, 22);
+    std::vector<T> m(n, T(0)), v(n, T(0));
+    thrust::device_vector<T> dx(x.begin(), x.end()), dg(g.begin(), g.end()), dm(n, T(0)), dv(n, T(0));
+    for (std::uint64_t step = 1; step <= 3; ++step) {
+      cocod::backend::adam_update(cpu{}, std::span<T>(x), std::span<const T>(g), std::span<T>(m), std::span<T>(v), 0.01, 0.9,
+                                  0.999, 1e-8, 0.01, decoupled, step);
+      cocod::backend::adam_update(cuda{}, cocod::as_span(dx), cocod::device_span<const T>(cocod::as_span(dg)), cocod::as_span(dm),
+                                  cocod::as_span(dv), 0.01, 0.9, 0.999, 1e-8, 0.01, decoupled, step);
+    }
+    check_close(std::vector<T>(dx.begin(), dx.end()), x);
+    check_close(std::vector<T>(dm.begin(), dm.end()), m);
+    check_close(std::vector<T>(dv.begin(), dv.end()), v);
+    const T host = cocod::backend::squared_norm(cpu{}, std::span<const T>(g));
+    const T device = cocod::backend::squared_norm(cuda{}, cocod::device_span<const T>(cocod::as_span(dg)));
+    CHECK(double(device) == doctest::Approx(double(host)).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("device parameters on comm::Local and on a throttled link") {
   const cocod_test::Setup o{{.learning_rate = 0.05, .period = 4, .batch_size = 5}};
   check_close(train<cocod::Optimizer, DeviceLeastSquares, float>(cocod::comm::Local{}, o),

@@ -21,6 +21,21 @@ TEST_CASE("learning-rate schedules follow their formulas") {
   CHECK(warm(1.0, 2, 0) == doctest::Approx(0.6));
   CHECK(warm(1.0, 4, 0) == doctest::Approx(1.0));
   CHECK(warm(1.0, 10, 0) == doctest::Approx(0.1));
+  // warm-up from 0, then a cosine over the steps after it
+  const cocod::lr::WarmupCosine wc{.warmup_steps = 10, .total_steps = 110, .min_lr = 0.1};
+  CHECK(wc(2.0, 0, 0) == 0.0);
+  CHECK(wc(2.0, 5, 0) == doctest::Approx(1.0));
+  CHECK(wc(2.0, 10, 0) == doctest::Approx(2.0));
+  CHECK(wc(2.0, 60, 0) == doctest::Approx(1.05));
+  CHECK(wc(2.0, 110, 0) == 0.1);
+  CHECK(cocod::lr::WarmupCosine{.warmup_steps = 4, .start_factor = 0.5}(1.0, 2, 20) == doctest::Approx(0.75));
+  CHECK(cocod::lr::WarmupCosine{.warmup_steps = 4}(1.0, 12, 20) == doctest::Approx(0.5));  // the run's length
+  CHECK_THROWS_WITH_AS((void)cocod::lr::WarmupCosine{.warmup_steps = 40}(1.0, 0, 20),
+                       "cocod::lr::WarmupCosine: warmup_steps (40) must be less than the run's 20 steps", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cocod::lr::WarmupCosine({.warmup_steps = 40, .total_steps = 40}).validate(),
+                       "cocod::lr::WarmupCosine: warmup_steps must be less than total_steps (got 40)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cocod::lr::WarmupCosine({.start_factor = 2}).validate(),
+                       "cocod::lr::WarmupCosine: start_factor must be in [0, 1] (got 2)", std::invalid_argument);
 }
 
 TEST_CASE("the fixed schedule derives batch sizes from speeds") {

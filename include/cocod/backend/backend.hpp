@@ -1,7 +1,7 @@
 #pragma once
 // The backends: a tag per backend (backend/tags.hpp), and per backend folder the same files:
 // buffer.hpp (the owning buffer for anchors, send buffers and momentum, and its span type) and
-// kernels.hpp (the primitives: for_each_index, copy, zero, all_finite, store, load). Which
+// kernels.hpp (the primitives: for_each_index, copy, zero, all_finite, squared_norm, store, load). Which
 // backend a model uses is decided in one place, cocod::parameter_traits (model/concepts.hpp),
 // from the type its parameters() returns. Passes are written once, as element functors run by
 // for_each_index (backend/passes.hpp, and beside the algorithm that uses each).

@@ -114,6 +114,14 @@ class FieldReader {
     const auto size = take<std::uint64_t>(name);
     return need(size, name);
   }
+  /// The next field's name without reading it ("" at the section's end or where the name cannot be read).
+  [[nodiscard]] std::string_view next_name() const {
+    std::uint32_t length = 0;
+    if (in_.size() < sizeof length) return {};
+    std::memcpy(&length, in_.data(), sizeof length);
+    if (length > max_name || in_.size() - sizeof length < length) return {};
+    return {reinterpret_cast<const char*>(in_.data() + sizeof length), length};
+  }
   template <class V>
     requires std::is_trivially_copyable_v<V>
   V value(std::string_view name) {

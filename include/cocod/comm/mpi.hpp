@@ -175,6 +175,24 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   using StagedDeviceCollectives::broadcast;
 
   /// Advances collectives in flight (MpiProgress::caller); trainers call it between steps.
+  /// The ranks of this communicator that give the same `colour`, ordered by `key` (then by their
+  /// rank here), as a communicator of their own with these options (MPI_Comm_split). A
+  /// collective: every rank calls it, before any collective of this one is in flight. Groups of
+  /// G consecutive ranks (comm::Grouped): split(rank() / G, rank() % G) joins a group's members,
+  /// split(rank() % G, rank() / G) the same member of every group.
+  [[nodiscard]] Mpi split(int colour, int key) const {
+    MPI_Comm sub = MPI_COMM_NULL;
+    mpi_detail::check(MPI_Comm_split(handle(), colour, key, &sub), "MPI_Comm_split");
+    return adopt(sub);
+  }
+  /// The ranks of this communicator on this node (that can share memory: MPI_COMM_TYPE_SHARED),
+  /// ordered by `key`: the group of a node. A collective, like split().
+  [[nodiscard]] Mpi split_by_node(int key) const {
+    MPI_Comm sub = MPI_COMM_NULL;
+    mpi_detail::check(MPI_Comm_split_type(handle(), MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, &sub), "MPI_Comm_split_type");
+    return adopt(sub);
+  }
+
   void progress() { engine_->progress(); }
 
   /// Ends every process of the job with `code` after printing `message` from this rank.
@@ -197,6 +215,15 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
     environment_ = std::move(environment);
     // The engine must go before the environment finalizes MPI: members die in reverse order.
     engine_ = std::make_shared<mpi_detail::Engine>(comm, options);
+  }
+
+  /// A communicator over `sub` (which it duplicates), with these options; `sub` is freed.
+  [[nodiscard]] Mpi adopt(MPI_Comm sub) const {
+    struct Free {
+      MPI_Comm& c;
+      ~Free() { MPI_Comm_free(&c); }
+    } free_sub{sub};
+    return Mpi(sub, options());
   }
 
   template <class T>

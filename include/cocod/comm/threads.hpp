@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "cocod/backend/device_span.hpp"
 #include "cocod/backend/scalar.hpp"
@@ -51,6 +52,33 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
     detail::run_workers(
         workers, [&](int r) { fn(Threads(group, r)); }, [&](const std::string& reason) { group->abort(reason); },
         [&](int r) { group->close(r); });
+  }
+
+  /// Runs fn(inner, outer) on groups x members threads, for groups of workers (comm::Grouped):
+  /// thread t is member t % members of group t / members; `inner` joins the members of its
+  /// group (rank: the member), `outer` the same member of every group (rank: the group). A
+  /// worker that throws stops every collective of both, and run_groups rethrows as run does.
+  template <class F>
+    requires std::is_invocable_v<F&, Threads, Threads>
+  static void run_groups(int groups, int members, F&& fn) {
+    if (groups < 1 || members < 1)
+      throw std::invalid_argument("cocod::comm::Threads::run_groups: " + std::string(groups < 1 ? "groups" : "members") +
+                                  " must be >= 1 (got " + std::to_string(groups < 1 ? groups : members) + ")");
+    std::vector<std::shared_ptr<detail::Group>> inner, outer;
+    for (int g = 0; g < groups; ++g) inner.push_back(std::make_shared<detail::Group>(members));
+    for (int m = 0; m < members; ++m) outer.push_back(std::make_shared<detail::Group>(groups));
+    detail::run_workers(
+        groups * members,
+        [&](int t) { fn(Threads(inner[static_cast<std::size_t>(t / members)], t % members),
+                        Threads(outer[static_cast<std::size_t>(t % members)], t / members)); },
+        [&](const std::string& reason) {
+          for (auto& g : inner) g->abort(reason);
+          for (auto& g : outer) g->abort(reason);
+        },
+        [&](int t) {
+          inner[static_cast<std::size_t>(t / members)]->close(t % members);
+          outer[static_cast<std::size_t>(t % members)]->close(t / members);
+        });
   }
 
   [[nodiscard]] int rank() const noexcept { return rank_; }

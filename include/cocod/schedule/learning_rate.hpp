@@ -96,4 +96,44 @@ struct Warmup {
   }
 };
 
+/// The language models' schedule: a linear warm-up from start_factor * base to base over the
+/// first `warmup_steps` steps, then a cosine decay from base to min_lr over the rest of the run:
+///
+///     lr(t) = base (start_factor + (1 - start_factor) t / W)                 for t < W
+///     lr(t) = min_lr + (base - min_lr) (1 + cos(pi (t - W) / (T - W))) / 2    for W <= t < T
+///
+/// W = warmup_steps, T = total_steps or the run's number of steps when total_steps = 0;
+/// lr(t) = min_lr for t >= T. Unlike Warmup<Cosine>, the cosine spans the steps after the warm-up.
+struct WarmupCosine {
+  std::size_t warmup_steps = 100;
+  std::size_t total_steps = 0;
+  double min_lr = 0.0;
+  double start_factor = 0.0;
+  void validate() const {
+    if (!(min_lr >= 0.0) || !std::isfinite(min_lr)) detail::fail("WarmupCosine", "min_lr", "must be a finite number >= 0", min_lr);
+    if (!(start_factor >= 0.0 && start_factor <= 1.0))
+      detail::fail("WarmupCosine", "start_factor", "must be in [0, 1]", start_factor);
+    if (total_steps != 0 && warmup_steps >= total_steps)
+      detail::fail("WarmupCosine", "warmup_steps", "must be less than total_steps",
+                   static_cast<double>(warmup_steps));
+  }
+  [[nodiscard]] std::string describe() const {
+    return "lr::WarmupCosine{warmup_steps " + std::to_string(warmup_steps) + ", total_steps " + std::to_string(total_steps) +
+           ", min_lr " + detail::number(min_lr) + ", start_factor " + detail::number(start_factor) + "}";
+  }
+  [[nodiscard]] double operator()(double base, std::size_t t, std::size_t run_total) const {
+    const std::size_t T = total_steps ? total_steps : run_total;
+    if (T == 0)
+      throw std::invalid_argument("cocod::lr::WarmupCosine: total_steps must be set when the run's length is not known");
+    if (warmup_steps >= T)
+      throw std::invalid_argument("cocod::lr::WarmupCosine: warmup_steps (" + std::to_string(warmup_steps) +
+                                  ") must be less than the run's " + std::to_string(T) + " steps");
+    if (t < warmup_steps)
+      return base * (start_factor + (1.0 - start_factor) * static_cast<double>(t) / static_cast<double>(warmup_steps));
+    if (t >= T) return min_lr;
+    const double c = std::cos(std::numbers::pi * static_cast<double>(t - warmup_steps) / static_cast<double>(T - warmup_steps));
+    return min_lr + (base - min_lr) * (1.0 + c) / 2.0;
+  }
+};
+
 }  // namespace cocod::lr

@@ -119,7 +119,8 @@ class Compressed {
   void drain() noexcept {
     phase_ = 0;  // the first collective is waited for; no second is posted
     try {
-      request_.wait();
+      if constexpr (requires { request_.abandon(); }) request_.abandon();  // (comm::Grouped: no gather)
+      else request_.wait();
     } catch (...) {
     }
   }

@@ -166,7 +166,8 @@ class Exchange {
     if (std::exchange(settled_, false)) return;
     if (compressed()) return codec_.drain();
     try {
-      request_.wait();
+      if constexpr (requires { request_.abandon(); }) request_.abandon();  // (comm::Grouped: no gather)
+      else request_.wait();
     } catch (...) {
     }
   }

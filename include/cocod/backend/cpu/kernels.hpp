@@ -44,6 +44,15 @@ template <class T>
   return (Eigen::Map<const Vec>(x.data(), static_cast<Eigen::Index>(x.size())) * V(0)).sum() == V(0);
 }
 
+/// The sum of the squares of x, accumulated in T by Eigen's vectorized reduction (the same order
+/// on every run of one build): the global norm's square for gradient clipping.
+template <class T>
+[[nodiscard]] std::remove_const_t<T> squared_norm(cpu, std::span<T> x) {
+  using V = std::remove_const_t<T>;
+  using Vec = Eigen::Matrix<V, Eigen::Dynamic, 1>;
+  return Eigen::Map<const Vec>(x.data(), static_cast<Eigen::Index>(x.size())).squaredNorm();
+}
+
 /// Writes values into host memory at buffer[offset...] (the control slots of a reduced buffer).
 template <class T>
 void store(cpu, std::span<T> buffer, std::size_t offset, std::type_identity_t<std::span<const T>> values) {

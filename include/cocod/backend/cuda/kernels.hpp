@@ -12,7 +12,9 @@
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/functional.h>
 #include <thrust/logical.h>
+#include <thrust/transform_reduce.h>
 
 #include <cstddef>
 #include <span>
@@ -31,6 +33,10 @@ template <class T>
 struct Finite {
   // x - x is 0 for finite x and NaN for NaN and infinities; no <cmath> needed on the device.
   COCOD_HOST_DEVICE bool operator()(T v) const { return v - v == T(0); }
+};
+template <class T>
+struct Square {
+  COCOD_HOST_DEVICE T operator()(T v) const { return v * v; }
 };
 }  // namespace cuda_kernels
 
@@ -53,6 +59,14 @@ template <class T>
   using V = std::remove_const_t<T>;
   return thrust::all_of(thrust::device, thrust::device_pointer_cast(x.data()),
                         thrust::device_pointer_cast(x.data() + x.size()), cuda_kernels::Finite<V>{});
+}
+/// The sum of the squares of x, accumulated in T (the device's order of the partial sums).
+template <class T>
+[[nodiscard]] std::remove_const_t<T> squared_norm(cuda, device_span<T> x) {
+  using V = std::remove_const_t<T>;
+  return thrust::transform_reduce(thrust::device, thrust::device_pointer_cast(x.data()),
+                                  thrust::device_pointer_cast(x.data() + x.size()), cuda_kernels::Square<V>{}, V(0),
+                                  thrust::plus<V>{});
 }
 /// x = 0.
 template <class T>

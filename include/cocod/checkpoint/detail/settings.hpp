@@ -141,6 +141,11 @@ class SettingsCompare {
   template <class S>
   void operator()(S s) {
     prefix_ = std::string(name_of<S>()) + "::";
+    const std::string_view next = f_.next_name();  // another part in its place: another update rule
+    const auto part = next.rfind("::");
+    if (part != std::string_view::npos && !next.starts_with(prefix_) && describe(s) != "{}")
+      file_.fail("does not fit this run: the checkpoint's run has " + std::string(next.substr(0, part)) + " where this run has " +
+                 name_of<S>());
     s.serialize(*this);
   }
   template <class S>
