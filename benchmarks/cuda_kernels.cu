@@ -2,7 +2,7 @@
 // the same run (the practical bandwidth ceiling). nccl-tests style output; CSV with --csv FILE.
 //   cuda_kernels [--elements N] [--repeats R] [--csv FILE]
 // GB/s = bytes moved / time, bytes = (buffers read + buffers written) * N * sizeof(T):
-//   copy 2, scale 2, local_update (SGD) 3, local_update (momentum) 5, round_end 6.
+//   copy 2, scale 2, local_update (SGD) 3, local_update (momentum) 5, adam_update (AdamW) 7, round_end 6.
 #include <cuda_runtime.h>
 #include <thrust/device_vector.h>
 
@@ -90,6 +90,16 @@ int main(int argc, char** argv) {
     return std::abs(v[9] - vv) < 1e-6f && std::abs(x[9] - (T(1) - T(0.1) * vv)) < 1e-6f;
   }();
   rows.push_back({"local_update momentum", 5, median_ms(repeats, [&] { cocod::backend::local_update(Device{}, X, G, V, T(1e-6), T(0.9), T(0), false); }), check_momentum});
+  auto check_adamw = [&] {  // the first step on fresh values: every weight moves by lr, against g's sign
+    thrust::fill(x.begin(), x.end(), T(1));
+    thrust::fill(v.begin(), v.end(), T(0));
+    thrust::fill(a.begin(), a.end(), T(0));
+    cocod::backend::adam_update(Device{}, X, G, A, V, 0.1, 0.9, 0.999, 1e-8, 0.0, true, 1);
+    return std::abs(x[13] - T(0.9)) < 1e-5f && std::abs(a[13] - T(0.05)) < 1e-6f;
+  }();
+  rows.push_back({"adam_update adamw", 7, median_ms(repeats, [&] {
+    cocod::backend::adam_update(Device{}, X, G, A, V, 1e-9, 0.9, 0.999, 1e-8, 0.01, true, 1);
+  }), check_adamw});
   auto check_round = [&] {
     thrust::fill(x.begin(), x.end(), T(1));
     thrust::fill(a.begin(), a.end(), T(2));

@@ -4,8 +4,9 @@
 //
 // For 1 and 2 threads (each thread its own arrays, like in-process workers): the STREAM triad
 // a = b + s*c, CoCoD-SGD's fused round end (x += s - a; a = x; s = w*x), the local update with
-// momentum (v = mu*v + g; x -= lr*v), plain SGD (x -= lr*g), the send-buffer scale (s = w*x) and
-// the non-finite guard's check of a contribution (all_finite: one read).
+// momentum (v = mu*v + g; x -= lr*v), plain SGD (x -= lr*g), AdamW (x *= 1 - lr*wd; m and v
+// updated; x -= step*m/(sqrt(v)/b + eps): 4 arrays read, 3 written), the send-buffer scale
+// (s = w*x) and the non-finite guard's check of a contribution (all_finite: one read).
 // Two bandwidths: STREAM's (bytes read + written) and the memory traffic, which adds a read of
 // every array that is written without being read (write-allocate: the triad's a, the scale's s).
 // vs_triad compares memory traffic, what the hardware actually moves. The kernels are interleaved within each repeat; medians over repeats. Correctness:
@@ -14,6 +15,7 @@
 
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -29,8 +31,8 @@ using T = float;
 using cocod::backend::cpu;
 
 struct Arrays {
-  std::vector<T> x, y, z;
-  explicit Arrays(std::size_t n) : x(n, T(1)), y(n, T(2)), z(n, T(0.5)) {}
+  std::vector<T> x, y, z, u;  // u: AdamW's second moment
+  explicit Arrays(std::size_t n) : x(n, T(1)), y(n, T(2)), z(n, T(0.5)), u(n, T(0.25)) {}
 };
 
 struct Kernel {
@@ -56,6 +58,10 @@ std::vector<Kernel> kernels() {
       {"update_momentum", 5, 0, [](Arrays& a) {
          cocod::backend::local_update(cpu{}, std::span<T>(a.x), std::span<const T>(a.y), std::span<T>(a.z), lr, mu, T(0), false);
        }},
+      {"update_adamw", 7, 0, [](Arrays& a) {
+         cocod::backend::adam_update(cpu{}, std::span<T>(a.x), std::span<const T>(a.y), std::span<T>(a.z), std::span<T>(a.u),
+                                     1e-6, 0.9, 0.999, 1e-8, 0.01, true, 1);
+       }},
       {"update_sgd", 3, 0, [](Arrays& a) {
          cocod::backend::local_update(cpu{}, std::span<T>(a.x), std::span<const T>(a.y), std::span<T>(), lr, T(0), T(0), false);
        }},
@@ -73,6 +79,7 @@ bool correct(const Kernel& k) {
     a.x[i] = r.x[i] = T(0.001) * static_cast<T>(i % 97);
     a.y[i] = r.y[i] = T(0.5) - T(0.003) * static_cast<T>(i % 31);
     a.z[i] = r.z[i] = T(0.2) + T(0.0007) * static_cast<T>(i % 13);
+    a.u[i] = r.u[i] = T(0.01) + T(0.0003) * static_cast<T>(i % 7);
   }
   k.run(a);
   const std::string name = k.name;
@@ -87,6 +94,13 @@ bool correct(const Kernel& k) {
       r.z[i] = mu * r.z[i] + r.y[i];
       r.x[i] = r.x[i] - lr * r.z[i];
     }
+    if (name == "update_adamw") {  // the first step: bias corrections 1 - 0.9 and 1 - 0.999
+      r.x[i] = r.x[i] * static_cast<T>(1.0 - 1e-6 * 0.01);
+      r.z[i] = T(0.9) * r.z[i] + static_cast<T>(1.0 - 0.9) * r.y[i];
+      r.u[i] = T(0.999) * r.u[i] + static_cast<T>(1.0 - 0.999) * r.y[i] * r.y[i];
+      const T denom = std::sqrt(r.u[i]) / static_cast<T>(std::sqrt(1.0 - 0.999)) + T(1e-8);
+      r.x[i] = r.x[i] - static_cast<T>(1e-6 / (1.0 - 0.9)) * (r.z[i] / denom);
+    }
     if (name == "update_sgd") r.x[i] = r.x[i] - lr * r.y[i];
     if (name == "scale") r.z[i] = w * r.x[i];
   }
@@ -96,7 +110,7 @@ bool correct(const Kernel& k) {
     k.run(a);
     return !finite_sink;
   }
-  return a.x == r.x && a.y == r.y && a.z == r.z;
+  return a.x == r.x && a.y == r.y && a.z == r.z && a.u == r.u;
 }
 }  // namespace
 
@@ -106,7 +120,7 @@ int main(int argc, char** argv) {
   std::string csv;
   CLI::App app("The CPU backend's kernels against a STREAM triad, for 1 and 2 threads.");
   cli::last_value_wins(app);
-  app.add_option("--mib", mib, "MiB per array (each thread has three)")
+  app.add_option("--mib", mib, "MiB per array (each thread has four)")
       ->type_name("M")->capture_default_str()->check(cli::whole(1, 4096));
   app.add_option("--repeats", repeats, "timed repeats; times are medians over them")
       ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000));

@@ -42,7 +42,15 @@ Reads, in RESULTS_DIR:
    reached the same accuracy as S-SGD with k up to 9, larger k is not validated. The speedup
    is per epoch, which is speedup to accuracy when every algorithm needs the same epochs, as
    measured at 2 and 4 workers.
-Writes simulate_validation.csv, simulate_scale.csv and simulate_scale.png (gnuplot, if present).
+3. Groups: a cluster of 4 nodes of 8 GPUs, one NIC per node at 1 to 100 Gbit/s, and a fast link
+   inside a node (150 GB/s, 5 us): flat CoCoD-SGD over the 32 GPUs (cocod's rank-ordered
+   all-reduce over every rank: in each of its two phases every rank sends what the other nodes
+   own, so a node's NIC carries 8 times that) against groups of 8 (S-SGD inside a node, one
+   all-reduce m_in per step; CoCoD-SGD across the nodes, member m exchanging slice m of 8 with
+   member m of every node: a node's NIC carries one model's worth). Per epoch, over S-SGD over
+   the 32 ranks, with k as in 2.
+Writes simulate_validation.csv, simulate_scale.csv, simulate_groups.csv and simulate_scale.png
+(gnuplot, if present).
 """
 import csv
 import math
@@ -221,6 +229,61 @@ plot %s
     return scale
 
 
+# Groups: a cluster of NODES nodes of G GPUs each, one NIC per node of the inter-node bandwidth,
+# and a fast link inside a node (NVLink-like: INNER_GBYTES GB/s per direction, INNER_ALPHA per
+# message).
+NODES, G = 4, 8
+INNER_GBYTES, INNER_ALPHA = 150.0, 5e-6
+
+
+def flat_exchange(size, gbit, ranks, per_node):
+    """cocod's rank-ordered all-reduce (a reduce-scatter by all-to-all, then an all-gather) over
+    `ranks` ranks, `per_node` on each node sharing its NIC: in each phase every rank sends the
+    (ranks - per_node)/ranks of the model that other nodes own, so a node's NIC carries per_node
+    times that."""
+    beta = gbit * 1e9 / 8
+    crossing = 2 * per_node * size * (ranks - per_node) / ranks
+    return 2 * (ranks - 1) * ALPHA + crossing / beta
+
+
+def predict_groups(out, models, cost):
+    """4 nodes x 8 GPUs: flat CoCoD-SGD over 32 workers against groups of 8 (S-SGD inside a
+    node every step, CoCoD-SGD across the 4 nodes with the exchange sharded over the members),
+    per epoch, both over S-SGD over the 32 ranks."""
+    rows = []
+    P = NODES * G
+    for name, model in models:
+        c, size = model["c"], model["bytes"]
+        e = cost[1] * size
+        m_in = 2 * (G - 1) * INNER_ALPHA + 2 * (G - 1) / G * size / (INNER_GBYTES * 1e9)
+        print("#\n# groups, %s: %d nodes x %d GPUs, one NIC per node; c = %.3f ms, %d bytes; inside a node %g GB/s, "
+              "%g us (the per-step all-reduce m_in = %.3f ms)" % (name, NODES, G, c * 1e3, size, INNER_GBYTES, INNER_ALPHA * 1e6,
+                                                                 m_in * 1e3))
+        print("# flat: %d workers, the rank-ordered all-reduce over every rank; groups: %d workers of %d ranks, "
+              "member m exchanges slice m of %d with member m of every node" % (P, NODES, G, G))
+        print("# %6s %9s %3s %9s %3s %10s %10s %8s" % ("Gbit/s", "m_flat", "k", "m_groups", "k", "flat_cocod", "groups", "groups/"))
+        print("# %6s %9s %3s %9s %3s %10s %10s %8s" % ("", "ms", "", "ms", "", "x", "x", "flat"))
+        for gbit in (1, 10, 25, 100):
+            m_flat = flat_exchange(size, gbit, P, G)
+            # member m of each node: its slice's rank-ordered all-reduce over the nodes; the G
+            # members share the NIC, so the node carries G slices at once
+            m_out = 2 * (NODES - 1) * ALPHA + G * (2 * (size / G) * (NODES - 1) / NODES) / (gbit * 1e9 / 8)
+            k_flat, k_groups = auto_k(c, m_flat), auto_k(c + m_in, m_out)
+            s = per_step("S-SGD", c, m_flat, 1)
+            flat = s / per_step("CoCoD-SGD", c, m_flat, k_flat, e)
+            groups = s / per_step("CoCoD-SGD", c + m_in, m_out, k_groups, e)
+            rows.append((name, gbit, m_flat, k_flat, m_out, k_groups, flat, groups))
+            print("  %6d %9.3f %3d %9.3f %3d %10.2f %10.2f %8.2f" % (gbit, m_flat * 1e3, k_flat, m_out * 1e3, k_groups, flat,
+                                                                    groups, groups / flat))
+    path = os.path.join(out, "simulate_groups.csv")
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "gbit", "m_flat_ms", "k_flat", "m_groups_ms", "k_groups", "flat_cocod_speedup", "groups_speedup"])
+        for r in rows:
+            w.writerow([r[0], r[1], "%.4f" % (r[2] * 1e3), r[3], "%.4f" % (r[4] * 1e3), r[5], "%.3f" % r[6], "%.3f" % r[7]])
+    return path
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -239,12 +302,17 @@ def main():
             if not (c and b):
                 sys.exit("simulate.py: %s has no 'one local step c' or 'bytes per all-reduce'" % f)
             models.append((g.group(1), {"c": float(c.group(1)) / 1e3, "bytes": int(b.group(1))}))
-    if not runs:
-        sys.exit("simulate.py: no tta_*.txt in %s (run benchmarks/time_to_accuracy.sh first)" % out)
+    if not runs and not models:
+        sys.exit("simulate.py: no tta_*.txt and no simulate_model_*.txt in %s (benchmarks/run tta simulate)" % out)
     cost = round_end_cost(out)
-    validate(out, runs, cost, os.cpu_count() or 1)
-    scale = predict(out, models, cost)
-    print("# csv: %s, %s" % (os.path.join(out, "simulate_validation.csv"), scale))
+    written = []
+    if runs:
+        validate(out, runs, cost, os.cpu_count() or 1)
+        written.append(os.path.join(out, "simulate_validation.csv"))
+    else:  # the predictions need only the models' and the round end's measurements
+        print("# validation skipped: no tta_*.txt in %s (benchmarks/run tta writes them)" % out)
+    written += [predict(out, models, cost), predict_groups(out, models, cost)]
+    print("# csv: %s" % ", ".join(written))
     print("# simulate: OK")
 
 

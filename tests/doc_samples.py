@@ -88,6 +88,7 @@ RUNS = {
     "api-link": dict(mask=timings(" s, x[0]")),
     "api-callbacks": dict(uses=["api-printer"], mask=timings("ms/round") + [r"waited \d+%"]),
     "api-events": dict(mask=[r"[\d.]+ MB", r"in [\d.]+ s"]),
+    "api-diloco-recipe": dict(),
     # the model and trainer of the ProgressBar example (api-callbacks), as the page says
     "api-early-stop": dict(before="cocod::comm::Threads::run(2, [](cocod::comm::Threads comm) {\n"
                                   "  const std::size_t n = 256;\n"
@@ -113,6 +114,7 @@ LISTED = {
         "commands (the quick start; package.quickstart and package.quickstart_mpi build and run it, checking what it prints)",
     ("docs/benchmarks.md", "*"): LONG,
     ("docs/cuda.md", "*"): "commands (a build and a GPU script; no GPU here)",
+    ("docs/language-model.md", "*"): "commands (the demo and the benchmark: minutes of training) and " + LONG,
     ("docs/fashion-mnist.md", "git clone <cocod> && cd cocod && scripts/demo"): "commands",
     ("docs/fashion-mnist.md", "awk -F, 'NR>1 && $5>=0.88 && !($1 in t) {t[$1]=$4} END {for (k in t) print k, t[k]}' results/demo/curve.csv"):
         "commands (reads the demo's curve)",

@@ -34,7 +34,11 @@ void print_setup(const Runner& runner, const Args& args, std::size_t parameters,
     k += ")";
   }
   std::printf("# %d workers (%s), k = %s, %zu parameters (%zu bytes per all-reduce), batch %zu per worker, sampling %s\n",
-              runner.size(), runner.name(), k.c_str(), parameters, bytes, args.batch, cli::join(args.samplings).c_str());
+              runner.size(), std::string(runner.name()).c_str(), k.c_str(), parameters, bytes, args.batch, cli::join(args.samplings).c_str());
+  if constexpr (requires { runner.members; })
+    std::printf("# each worker a group of %d ranks: gradients averaged every step inside it; each rank exchanges its "
+                "slice, 1/%d of the model (the bytes above), over the link between groups\n",
+                runner.members, runner.members);
   for (std::size_t r = 0; r < args.slowdown.size(); ++r)
     if (args.slowdown[r] != 1.0) std::printf("# worker %zu is %g times slower\n", r, args.slowdown[r]);
   if (throttle)
@@ -67,9 +71,11 @@ inline void report(const std::vector<Result>& results, const Args& args, bool th
   }
 }
 
-/// Every algorithm (and sampling) on `runner`'s workers; rank 0 prints. Returns the exit status.
-template <class Runner, class MakeModel, class Evaluate>
-int compare_on(const Runner& runner, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
+/// Every algorithm (and sampling) on `runner`'s workers, each with the local update `update`;
+/// rank 0 prints. Returns the exit status.
+template <class Runner, class MakeModel, class Evaluate, class Update>
+int compare_on(const Runner& runner, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate,
+               const Update& update) {
   const int workers = runner.size();
   if (args.slowdown.size() > static_cast<std::size_t>(workers)) {
     if (runner.prints())
@@ -80,15 +86,16 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
   using Model = std::invoke_result_t<MakeModel, int, int>;
   // + the control slots: 3, and per worker 1 (its step), 2 for the non-finite guard (+ 1 in
   // all) and 2 for the adaptive schedule's measurements
-  const std::size_t bytes = (parameters + 4 + 5 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
+  std::size_t bytes = (parameters + 4 + 5 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
+  if constexpr (requires { runner.members; }) bytes /= static_cast<std::size_t>(runner.members);  // a rank's slice
   const bool throttle = args.comm == "threads" || args.link_given;  // mpi, nccl: the real network
-  const double step_s = measure_step_seconds(runner, args, make);
+  const double step_s = measure_step_seconds(runner, args, make, update);
   const cocod::comm::Link link = size_link(args, bytes, workers, step_s);
   if (runner.prints()) print_setup(runner, args, parameters, bytes, throttle, link, step_s);
   std::vector<Result> results;
   for (const auto& sampling : args.samplings)
     for (const auto& key : args.algorithms)
-      results.push_back(run_one(runner, key, sampling, args, throttle, link, make, evaluate));
+      results.push_back(run_one(runner, key, sampling, args, throttle, link, make, evaluate, update));
   if (!args.trace.empty()) {
     const std::string path = write_trace(args.trace, results, args.comm == "mpi", runner.rank());
     if (runner.prints()) std::printf("# trace: %s (open in chrome://tracing or https://ui.perfetto.dev)\n", path.c_str());
@@ -98,14 +105,16 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
 }
 
 /// The whole example: pick the communicator and the link, run each algorithm, print one row per
-/// algorithm (rank 0 under MPI).
-template <class MakeModel, class Evaluate>
-int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate) {
+/// algorithm (rank 0 under MPI). `update`: the local update rule (update::Sgd, whose momentum
+/// --momentum sets; or another rule with its settings).
+template <class MakeModel, class Evaluate, class Update = cocod::update::Sgd>
+int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate,
+            const Update& update = {}) {
 #ifdef COCOD_HAS_MPI
   if (args.comm == "mpi") {
     int status = 0;
     const int mpi_status = cocod::comm::Mpi::run(argc, argv, [&](cocod::comm::Mpi world) {
-      status = compare_on(MpiRunner{world}, args, parameters, make, evaluate);
+      status = compare_on(MpiRunner{world}, args, parameters, make, evaluate, update);
     }, mpi_options(args));
     return mpi_status != 0 ? mpi_status : status;
   }
@@ -118,11 +127,13 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
     cudaGetDeviceCount(&n);
     std::vector<int> devices(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) devices[static_cast<std::size_t>(i)] = i;
-    return compare_on(NcclRunner{devices}, args, parameters, make, evaluate);
+    return compare_on(NcclRunner{devices}, args, parameters, make, evaluate, update);
   }
 #endif
   try {
-    return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate);
+    if (args.group_size > 1)
+      return compare_on(GroupsRunner{args.workers / args.group_size, args.group_size}, args, parameters, make, evaluate, update);
+    return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate, update);
   } catch (const std::exception& e) {  // a worker's failure, rethrown by Threads::run
     std::fprintf(stderr, "%s: %s\n", argc > 0 ? argv[0] : "example", e.what());
     return 1;

@@ -16,6 +16,7 @@ namespace example {
 struct Args {
   std::vector<std::string> algorithms{"cocod", "ssgd", "local", "pipe"};
   int workers = 2;
+  int group_size = 1;            // --group-size: ranks per group (threads); each group one worker
   std::size_t period = 8;
   double bandwidth_gbit = 1.0;
   std::optional<double> latency_us = 50.0;  // nullopt: "auto"
@@ -38,6 +39,7 @@ struct Args {
   std::vector<std::string> samplings{"equal"};  // and/or "proportional" (from measured speeds)
   std::vector<double> slowdown;  // per rank, 1 = normal speed (empty: nobody slowed)
   bool cosine = false;           // --lr-schedule cosine
+  std::size_t warmup_steps = 0;  // --warmup-steps: a linear warm-up from 0 over the first steps
   std::string trace;             // Chrome trace file
   std::string curve;             // CSV of the metrics against wall time
   double curve_every = 0.5;      // epochs between two points of the curve
@@ -230,6 +232,11 @@ inline void Cli::add_link() {
       ->type_name(cli::join(communicators(), "|"))->capture_default_str()->check(communicator_check())->group(g);
   app_.add_option("--workers", a_.workers, "in-process workers with --comm threads")
       ->type_name("N")->capture_default_str()->check(cli::whole(1, 4096))->group(g);
+  app_.add_option("--group-size", a_.group_size,
+                  "with --comm threads: the workers form groups of G ranks, each group one worker of\n"
+                  "the algorithm: its ranks average their gradients every step over a fast link,\n"
+                  "and each rank exchanges 1/G of the model over the throttled link between groups")
+      ->type_name("G")->capture_default_str()->check(cli::whole(1, 4096))->group(g);
   std::vector<std::string> networks = communicators();
   networks.erase(networks.begin());  // all but threads
   std::string bandwidth_help = "throttle collectives to a link of this bandwidth in Gbit/s";
@@ -269,6 +276,10 @@ inline void Cli::add_training() {
       ->type_name("RATE")->capture_default_str()->check(cli::positive(1e6))->group(g);
   app_.add_option("--lr-schedule", text_.lr_schedule, "constant, or cosine: decay to 0 over the run")
       ->type_name("S")->capture_default_str()->check(cli::one_of({"constant", "cosine"}))->group(g);
+  app_.add_option("--warmup-steps", a_.warmup_steps,
+                  "a linear warm-up of the learning rate from 0 over the first N steps (with\n"
+                  "--lr-schedule cosine, the cosine spans the steps after it)")
+      ->type_name("N")->capture_default_str()->check(cli::whole(0, 1ull << 40))->group(g);
   app_.add_option("--momentum", a_.momentum, "local momentum, in [0, 1)")
       ->type_name("MU")->capture_default_str()->check(cli::real(0, 1, false, true))->group(g);
   app_.add_option("--batch", a_.batch, "mini-batch size per worker")
@@ -393,6 +404,13 @@ inline Args Cli::settings() const {
   if (no_progress_) a.progress = false;
   for (const char* flag : {"--checkpoint-every", "--resume"})
     if (given(flag) && !given("--checkpoint")) cli::refuse(program_, std::string(flag) + " needs --checkpoint DIR");
+  if (a.group_size > 1) {
+    if (a.comm != "threads") cli::refuse(program_, "--group-size needs --comm threads");
+    if (a.workers % a.group_size != 0)
+      cli::refuse(program_, "--group-size " + std::to_string(a.group_size) + " does not divide --workers " +
+                                std::to_string(a.workers));
+    if (!a.checkpoint.empty()) cli::refuse(program_, "--group-size does not take --checkpoint");
+  }
   if (a.workers_may_change && !a.resume) cli::refuse(program_, "--workers-may-change needs --resume");
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)
     cli::refuse(program_, "--outer nesterov needs --outer-momentum > 0");

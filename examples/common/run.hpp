@@ -4,6 +4,8 @@
 // Example code, not part of the library.
 #include <cocod.hpp>
 #include <cocod/checkpoint.hpp>
+#include <cocod/comm/grouped.hpp>
+#include <cocod/model/group_model.hpp>
 
 #include <memory>
 #include <optional>
@@ -18,12 +20,16 @@
 
 namespace example {
 
-/// A learning rate chosen at run time: constant, or cosine decay to 0 over the run.
+/// A learning rate chosen at run time: constant, or cosine decay to 0 over the run; either after a
+/// linear warm-up from 0 over `warmup` steps (the cosine then spans the steps after it).
 struct LearningRate {
   bool cosine = false;
+  std::size_t warmup = 0;
   void validate() const {}
   [[nodiscard]] double operator()(double base, std::size_t t, std::size_t total) const {
-    return cosine ? cocod::lr::Cosine{}(base, t, total) : base;
+    if (cosine)
+      return warmup ? cocod::lr::WarmupCosine{.warmup_steps = warmup}(base, t, total) : cocod::lr::Cosine{}(base, t, total);
+    return t < warmup ? base * static_cast<double>(t) / static_cast<double>(warmup) : base;
   }
 };
 using Schedule = cocod::schedule::Adaptive<LearningRate>;
@@ -72,9 +78,10 @@ inline std::string checkpoint_folder(const Args& args, const std::string& key, c
 
 /// Every setting of a run: the options, the local update's and the family's, of which each
 /// algorithm is given those it takes (with_optimizer).
+template <class Update = cocod::update::Sgd>
 struct Settings {
   cocod::Options options;
-  cocod::update::Sgd sgd;
+  Update update;
   std::optional<cocod::Outer> outer;
   cocod::Compress compress;
   cocod::Fragments fragments;
@@ -84,15 +91,18 @@ struct Settings {
 };
 
 /// The settings of algorithm `key`: the command line's, with the family's flags where the
-/// algorithm takes them and the key's modifiers.
-inline Settings settings_for(const std::string& key, const Args& args) {
-  Settings s;
+/// algorithm takes them and the key's modifiers; the local update `update` (update::Sgd: with
+/// --momentum).
+template <class Update = cocod::update::Sgd>
+Settings<Update> settings_for(const std::string& key, const Args& args, const Update& update = {}) {
+  Settings<Update> s;
   s.options = {.learning_rate = args.learning_rate, .period = per_step(key) && args.auto_period ? 1 : args.period,
                .batch_size = args.batch, .seed = args.seed,
                .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
                              : args.non_finite == "off" ? cocod::NonFinite::off
                                                         : cocod::NonFinite::raise};
-  s.sgd.momentum = args.momentum;
+  s.update = update;
+  if constexpr (std::is_same_v<Update, cocod::update::Sgd>) s.update.momentum = args.momentum;
   const Variant v = Variant::parse(key);
   if ((v.takes_outer() && (v.outer || args.outer != "none")) || v.base == "diloco-delayed")
     s.outer = cocod::Outer{args.outer_lr, args.outer_momentum, args.outer != "sgd" && args.outer_momentum > 0.0};
@@ -126,7 +136,7 @@ inline double depth_share_for(const std::string& key, const Args& args) {
 }
 
 inline Schedule schedule_for(const std::string& key, const std::string& sampling, const Args& args) {
-  return {.lr = LearningRate{args.cosine}, .balance = sampling == "proportional",
+  return {.lr = LearningRate{args.cosine, args.warmup_steps}, .balance = sampling == "proportional",
           .auto_period = args.auto_period && !per_step(key), .max_period = args.max_period,
           .depth_share = depth_share_for(key, args)};
 }
@@ -184,38 +194,43 @@ void record_curve(Result& result, Model& model, Observer<Model>& observer, Evalu
 }
 
 /// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`, given the settings it takes.
-template <class Model, class Comm, class Go>
-void with_optimizer(const std::string& key, Comm comm, const Settings& s, const Schedule& schedule, Go&& go) {
+template <class Model, class Comm, class U, class Go>
+void with_optimizer(const std::string& key, Comm comm, const Settings<U>& s, const Schedule& schedule, Go&& go) {
   const std::string b = Variant::parse(key).base;
   const cocod::Options& o = s.options;
-  if (b == "cocod") go(cocod::CoCoDSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress, s.fragments, s.depth});
-  else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
-  else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress});
-  else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.pull, s.compress});
+  const U& u = s.update;
+  if (b == "cocod") go(cocod::CoCoDSGD<Model, Comm, Schedule, U>{comm, o, schedule, u, s.outer, s.compress, s.fragments, s.depth});
+  else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule, U>{comm, o, schedule, u});
+  else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule, U>{comm, o, schedule, u, s.outer, s.compress});
+  else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule, U>{comm, o, schedule, u, s.pull, s.compress});
   else if (b == "diloco-delayed")
-    go(cocod::DelayedDiLoCo<Model, Comm, Schedule>{comm, o, schedule, s.sgd, s.outer, s.compress, s.fragments, s.delay});
-  else go(cocod::PipeSGD<Model, Comm, Schedule>{comm, o, schedule, s.sgd});
+    go(cocod::DelayedDiLoCo<Model, Comm, Schedule, U>{comm, o, schedule, u, s.outer, s.compress, s.fragments, s.delay});
+  else go(cocod::PipeSGD<Model, Comm, Schedule, U>{comm, o, schedule, u});
 }
 
 /// Runs one algorithm on every worker, throttled to `link` when `throttle`. make(rank, workers)
-/// builds a worker's model; evaluate(model) returns the example's quality metrics (rank 0).
-template <class Runner, class MakeModel, class Evaluate>
+/// builds a worker's model; evaluate(model) returns the example's quality metrics (rank 0);
+/// `update` is the local update rule's settings.
+template <class Runner, class MakeModel, class Evaluate, class Update>
 Result run_one(const Runner& runner, const std::string& key, const std::string& sampling, const Args& args,
-               bool throttle, const cocod::comm::Link& link, MakeModel make, Evaluate evaluate) {
-  using Model = Slowed<std::invoke_result_t<MakeModel, int, int>>;
+               bool throttle, const cocod::comm::Link& link, MakeModel make, Evaluate evaluate, const Update& update) {
   Result result{key, sampling, {}, {}, {}, {}, std::vector<std::size_t>(static_cast<std::size_t>(runner.size()), 0)};
-  const Settings settings = settings_for(key, args);
+  const Settings<Update> settings = settings_for(key, args, update);
   const Schedule schedule = schedule_for(key, sampling, args);
   if (!args.trace.empty())
     result.timeline = std::make_shared<cocod::trace::Timeline>(
         display_name(key) + (args.samplings.size() > 1 ? " (" + sampling + ")" : ""), runner.size());
-  auto train = [&](auto comm, auto unthrottled, int rank) {
+  // One rank's run: `comm` the algorithm's communicator, `unthrottled` the same without the link's
+  // delays, `rank` its worker's (its group's), `lead` whether it speaks for its worker (member 0
+  // of a group), made() its model, measure(model) the example's metrics of it.
+  auto train = [&](auto comm, auto unthrottled, int rank, bool lead, auto made, auto measure) {
     const auto r = static_cast<std::size_t>(rank);
-    Model model{make(rank, comm.size()), r < args.slowdown.size() ? args.slowdown[r] : 1.0};
+    using Model = Slowed<decltype(made())>;
+    Model model{made(), r < args.slowdown.size() ? args.slowdown[r] : 1.0};
     Observer<Model> observer = observer_for(key, sampling, args, model);
     with_optimizer<Model>(key, comm, settings, schedule, [&](auto&& opt) {
-      if (result.timeline) opt.trace(&result.timeline->lane(rank));
-      opt.on_event(cocod::events::Printer{stderr});  // rank 0's decisions, one line each
+      if (result.timeline && lead) opt.trace(&result.timeline->lane(rank));
+      if (lead) opt.on_event(cocod::events::Printer{stderr});  // rank 0's decisions, one line each
       cocod::Report report;
       if (args.checkpoint.empty()) {
         report = opt.optimize(model, cocod::Epochs{args.epochs}, observer);
@@ -229,22 +244,40 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
         result.resumed = from.folder + " (round " + std::to_string(from.round) +
                          (from.step >= report.info.total_steps ? ", where the run had ended: nothing left to train)" : ")") +
                          (from.workers != comm.size() ? ", written by " + std::to_string(from.workers) + " workers" : "");
-      if (!report.rounds.empty()) result.last_batch[r] = report.rounds.back().batch_size;  // own entry
+      if (!report.rounds.empty() && lead) result.last_batch[r] = report.rounds.back().batch_size;  // own entry
       if (observer.every_rank && observer.model) average_snapshots(observer, unthrottled);
-      if (rank != 0) return;
+      if (rank != 0 || !lead) return;
       result.digest = cocod::model_digest(model);
       result.hiding_steps = opt.info().hiding_steps;
       result.report = std::move(report);
-      result.metrics = evaluate(model.inner);
-      if (!args.curve.empty()) record_curve(result, model, observer, evaluate);
+      result.metrics = measure(model.inner);
+      if (!args.curve.empty()) record_curve(result, model, observer, measure);
     });
   };
   runner.each([&](auto base) {
-    const int rank = base.rank();
-    if (throttle)
-      train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank);
-    else
-      train(base, base, rank);
+    if constexpr (requires { base.inner; base.outer; }) {  // a rank of a group (GroupsRunner)
+      using Threads = cocod::comm::Threads;
+      const int group = base.outer.rank(), member = base.inner.rank(), members = base.inner.size();
+      auto made = [&] { return cocod::GroupModel{make(group * members + member, base.outer.size() * members), base.inner}; };
+      auto measure = [&](auto& grouped) { return evaluate(grouped.inner()); };
+      const cocod::comm::Grouped<Threads> fast{base.inner, base.outer};
+      if (throttle)
+        train(cocod::comm::Grouped<Threads, cocod::comm::Throttled<Threads>>{base.inner, {base.outer, link}}, fast, group,
+              member == 0, made, measure);
+      else
+        train(fast, fast, group, member == 0, made, measure);
+      // what rank 0 sent over the throttled link: its slice, 1/members of its group's exchange
+      if (group == 0 && member == 0)
+        for (auto& round : result.report.rounds) round.bytes_sent /= members;
+    } else {
+      const int rank = base.rank();
+      auto made = [&] { return make(rank, base.size()); };
+      auto measure = [&](auto& m) { return evaluate(m); };
+      if (throttle)
+        train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank, true, made, measure);
+      else
+        train(base, base, rank, true, made, measure);
+    }
   });
   return result;
 }

@@ -33,6 +33,30 @@ struct ThreadsRunner {
   [[nodiscard]] double from_rank0(double v) const { return v; }
 };
 
+/// --group-size: groups of `members` threads, each group one worker of the algorithm. A rank gets
+/// both of its communicators: `inner` joins its group (the fast link), `outer` joins the rank of
+/// the same place in every other group (the throttled link).
+struct GroupsRunner {
+  int groups, members;
+  struct Member {
+    cocod::comm::Threads inner, outer;
+  };
+  template <class F>
+  void each(F&& f) const {
+    cocod::comm::Threads::run_groups(groups, members,
+                                     [&](cocod::comm::Threads inner, cocod::comm::Threads outer) { f(Member{inner, outer}); });
+  }
+  /// The same ranks without groups (to time one rank's local step).
+  [[nodiscard]] ThreadsRunner flat() const { return {groups * members}; }
+  [[nodiscard]] bool prints() const { return true; }
+  [[nodiscard]] int rank() const { return 0; }
+  [[nodiscard]] int size() const { return groups; }
+  [[nodiscard]] std::string name() const {
+    return "groups of " + std::to_string(members) + " threads, " + std::to_string(groups * members) + " ranks";
+  }
+  [[nodiscard]] double from_rank0(double v) const { return v; }
+};
+
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
 /// One worker thread per GPU of this machine, over NCCL.
 struct NcclRunner {
@@ -85,20 +109,24 @@ inline cocod::comm::MpiOptions mpi_options(const Args& args) {
 }
 #endif
 
-/// Median seconds of one local step (gradient + update) with all workers computing at once,
-/// to size the link for `--latency auto`.
-template <class Runner, class MakeModel>
-double measure_step_seconds(const Runner& runner, const Args& args, MakeModel make) {
-  using Model = std::invoke_result_t<MakeModel, int, int>;
-  double seconds = 0;
-  runner.each([&](auto comm) {
-    Model model = make(comm.rank(), comm.size());
-    cocod::LocalSGD<Model, cocod::comm::Local> opt{cocod::comm::Local{},
-        {.learning_rate = args.learning_rate, .period = 1000, .batch_size = args.batch, .seed = args.seed}};
-    const auto report = opt.optimize(model, cocod::Steps{40});
-    if (comm.rank() == 0) seconds = report.rounds[0].compute_s / 40.0;
-  });
-  return runner.from_rank0(seconds);
+/// Median seconds of one local step (gradient + the local update `update`) with all workers
+/// computing at once, to size the link for `--latency auto`.
+template <class Runner, class MakeModel, class Update>
+double measure_step_seconds(const Runner& runner, const Args& args, MakeModel make, const Update& update) {
+  if constexpr (requires { runner.flat(); }) {
+    return measure_step_seconds(runner.flat(), args, make, update);
+  } else {
+    using Model = std::invoke_result_t<MakeModel, int, int>;
+    double seconds = 0;
+    runner.each([&](auto comm) {
+      Model model = make(comm.rank(), comm.size());
+      cocod::LocalSGD<Model, cocod::comm::Local, cocod::schedule::Fixed<>, Update> opt{cocod::comm::Local{},
+          {.learning_rate = args.learning_rate, .period = 1000, .batch_size = args.batch, .seed = args.seed}, update};
+      const auto report = opt.optimize(model, cocod::Steps{40});
+      if (comm.rank() == 0) seconds = report.rounds[0].compute_s / 40.0;
+    });
+    return runner.from_rank0(seconds);
+  }
 }
 
 /// The throttled link of --bandwidth and --latency; with --latency auto, the latency that makes
