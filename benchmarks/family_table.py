@@ -21,42 +21,10 @@ import shutil
 import subprocess
 import sys
 
+from example_output import curves, first_reaching, table
+
 TARGET = float(os.environ.get("TARGET", "0.88"))
 LINKS = ["1gbit", "100mbit", "10mbit", "mpi_100mbit"]
-
-
-def table(path):
-    """Rows of the example's full table: name -> fields."""
-    rows = {}
-    for line in open(path):
-        f = line.split()
-        if not line.startswith("  ") or len(f) < 16:
-            continue
-        try:
-            rows[f[0]] = {"steps": int(f[1]), "epochs": float(f[2]), "k": int(f[3]), "round_ms": float(f[5]),
-                          "comm_ms": float(f[7]), "model_ms": float(f[9]), "ratio": float(f[10]), "wall": float(f[12]),
-                          "mb": float(f[13]), "final": float(f[15])}
-        except ValueError:
-            continue
-    return rows
-
-
-def curves(path):
-    """name -> [(epoch, wall_s, accuracy)]."""
-    out = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as fh:
-        for r in csv.DictReader(fh):
-            out.setdefault(r["algorithm"], []).append((float(r["epoch"]), float(r["wall_s"]), float(r["test_accuracy"])))
-    return out
-
-
-def first_at(points, target):
-    for epoch, wall, acc in points:
-        if acc >= target:
-            return epoch, wall
-    return None
 
 
 def exchange_bytes(path, fmt_name, block=256):
@@ -97,17 +65,17 @@ def main():
         path = os.path.join(out, "family_%s.txt" % link)
         if not os.path.exists(path):
             continue
-        rows = table(path)
-        curve = curves(os.path.join(out, "family_curve_%s.csv" % link))
+        rows = table(path, ["final"])
+        curve = curves(os.path.join(out, "family_curve_%s.csv" % link), "test_accuracy")
         tta = {}
         for name in rows:
-            hit = first_at(curve.get(name, []), TARGET)
+            hit = first_reaching(curve.get(name, []), TARGET)
             tta[name] = (hit[1], False) if hit else (None, False)
             if name == "S-SGD" and link == "1gbit" and hit:
                 ssgd_epochs = hit[0]
         budget = os.path.join(out, "family_%s_ssgd.txt" % link)
         if "S-SGD" not in rows and os.path.exists(budget):
-            s = table(budget).get("S-SGD")
+            s = table(budget, ["final"]).get("S-SGD")
             if s:
                 rows["S-SGD"] = dict(s, final=float("nan"))
                 est = ssgd_epochs * s["wall"] / s["epochs"] if ssgd_epochs else None

@@ -14,31 +14,9 @@ import csv
 import os
 import sys
 
+from example_output import curves, first_reaching, table
+
 TARGET = float(os.environ.get("TARGET", "0.86"))
-
-
-def table(path):
-    """Rows of the example's full table: name -> fields (the metric last)."""
-    rows = {}
-    for line in open(path):
-        f = line.split()
-        if not line.startswith("  ") or len(f) < 16:
-            continue
-        try:
-            rows[f[0]] = {"k": int(f[3]), "wall": float(f[12]), "mb": float(f[13]), "accuracy": float(f[-1])}
-        except ValueError:
-            continue
-    return rows
-
-
-def first_at(path, target):
-    """algorithm -> the wall time of its first curve point at or above target."""
-    out = {}
-    with open(path) as fh:
-        for r in csv.DictReader(fh):
-            if r["algorithm"] not in out and float(r["test_accuracy"]) >= target:
-                out[r["algorithm"]] = float(r["wall_s"])
-    return out
 
 
 def main():
@@ -51,7 +29,9 @@ def main():
         path = os.path.join(out, "groups_%s.txt" % layout)
         if not os.path.exists(path):
             sys.exit("groups_table.py: no %s (benchmarks/groups.sh writes it)" % path)
-        layouts[layout] = (table(path), first_at(os.path.join(out, "groups_curve_%s.csv" % layout), TARGET))
+        curve = curves(os.path.join(out, "groups_curve_%s.csv" % layout), "test_accuracy")
+        hits = {name: first_reaching(points, TARGET) for name, points in curve.items()}
+        layouts[layout] = (table(path, ["accuracy"]), {name: hit[1] for name, hit in hits.items() if hit})
     flat, groups = layouts["flat"], layouts["groups"]
     print("# groups: 4 ranks as 4 flat workers or as 2 groups of 2 on the same throttled link; time to test accuracy %g" % TARGET)
     print("# MB/ep = megabytes each rank sent over the throttled link per epoch; sooner = flat's time to target / groups'")

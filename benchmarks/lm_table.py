@@ -18,49 +18,17 @@ import shutil
 import subprocess
 import sys
 
+from example_output import curves, first_reaching, table
+
 TARGET = float(os.environ.get("TARGET_LOSS", "2.2"))
 LINKS = ["1gbit", "10mbit", "10mbit_groups"]
-
-
-def table(path):
-    """Rows of the example's full table: name -> fields (the metrics last: val_loss, perplexity)."""
-    rows = {}
-    if not os.path.exists(path):
-        return rows
-    for line in open(path):
-        f = line.split()
-        if not line.startswith("  ") or len(f) < 17:
-            continue
-        try:
-            rows[f[0]] = {"steps": int(f[1]), "epochs": float(f[2]), "k": int(f[3]), "wall": float(f[12]),
-                          "mb": float(f[13]), "loss": float(f[-2]), "perplexity": float(f[-1])}
-        except ValueError:
-            continue
-    return rows
-
-
-def curves(path):
-    """name -> [(epoch, wall_s, val_loss)]."""
-    out = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as fh:
-        for r in csv.DictReader(fh):
-            out.setdefault(r["algorithm"], []).append((float(r["epoch"]), float(r["wall_s"]), float(r["val_loss"])))
-    return out
-
-
-def first_below(points, target):
-    for epoch, wall, loss in points:
-        if loss <= target:
-            return epoch, wall
-    return None
+METRICS = ["val_loss", "perplexity"]
 
 
 def plot(out, link, path):
     if not shutil.which("gnuplot") or not os.path.exists(path):
         return
-    names = list(curves(path))
+    names = list(curves(path, "val_loss"))
     series = ", ".join("'%s' using 4:(strcol(1) eq '%s' ? $5 : NaN) with linespoints title '%s'" % (path, n, n) for n in names)
     png = os.path.join(out, "lm_%s.png" % link)
     script = ('set terminal pngcairo size 900,560 font ",11" noenhanced\nset output "%s"\nset datafile separator ","\n'
@@ -74,36 +42,36 @@ def main():
     out = sys.argv[1]
     smoke = "--smoke" in sys.argv[2:]
     links = ["smoke"] if smoke else LINKS
-    fast = curves(os.path.join(out, "lm_curve_1gbit.csv"))
+    fast = curves(os.path.join(out, "lm_curve_1gbit.csv"), "val_loss")
     rows_csv = []
     flat = {}  # the flat rows' times at 10 Mbit/s, which the groups' rows are compared with
     print("# The language model (byte-level transformer, fortunes), 4 workers, AdamW inside; time to validation loss %g" % TARGET)
     print("# %-13s %-34s %3s %8s %8s %7s %10s %9s %8s %9s" % ("link", "algorithm", "k", "MB/ep", "wall_s", "loss",
                                                              "perplexity", "to_target", "vs_ssgd", "vs_diloco"))
     for link in links:
-        rows = table(os.path.join(out, "lm_%s.txt" % link))
-        curve = curves(os.path.join(out, "lm_curve_%s.csv" % link))
+        rows = table(os.path.join(out, "lm_%s.txt" % link), METRICS)
+        curve = curves(os.path.join(out, "lm_curve_%s.csv" % link), "val_loss")
         if not rows:
             continue
         times = {}
         for name in rows:
-            hit = first_below(curve.get(name, []), TARGET)
+            hit = first_reaching(curve.get(name, []), TARGET, lower=True)
             times[name] = (hit[1], "") if hit else None
         if link != "1gbit" and "S-SGD" not in rows:  # S-SGD's short budget at this link
-            budget = table(os.path.join(out, "lm_%s_ssgd.txt" % link)).get("S-SGD")
-            hit = first_below(fast.get("S-SGD", []), TARGET)
+            budget = table(os.path.join(out, "lm_%s_ssgd.txt" % link), METRICS).get("S-SGD")
+            hit = first_reaching(fast.get("S-SGD", []), TARGET, lower=True)
             if budget and hit:
                 times["S-SGD"] = (hit[0] * budget["wall"] / budget["epochs"], "est")
-                rows["S-SGD"] = dict(budget, loss=float("nan"), perplexity=float("nan"))
+                rows["S-SGD"] = dict(budget, val_loss=float("nan"), perplexity=float("nan"))
         for name, r in rows.items():
             t = times.get(name)
             def vs(other):
                 o = (flat if link.endswith("groups") else times).get(other)
                 return "%.2f" % (o[0] / t[0]) if t and o else "-"
             to = ("%.1f%s" % (t[0], " " + t[1] if t[1] else "")) if t else "not met"
-            print("  %-13s %-34s %3d %8.2f %8.1f %7.4f %10.3f %9s %8s %9s" % (link, name, r["k"], r["mb"], r["wall"], r["loss"],
+            print("  %-13s %-34s %3d %8.2f %8.1f %7.4f %10.3f %9s %8s %9s" % (link, name, r["k"], r["mb"], r["wall"], r["val_loss"],
                                                                             r["perplexity"], to, vs("S-SGD"), vs("Local-SGD+outer")))
-            rows_csv.append([link, name, r["k"], r["mb"], r["wall"], r["loss"], r["perplexity"], t[0] if t else ""])
+            rows_csv.append([link, name, r["k"], r["mb"], r["wall"], r["val_loss"], r["perplexity"], t[0] if t else ""])
         plot(out, link, os.path.join(out, "lm_curve_%s.csv" % link))
         if link == "10mbit":
             flat = times
