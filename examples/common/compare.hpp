@@ -7,8 +7,10 @@
 #include <cocod.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdio>
 #include <exception>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -131,8 +133,17 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
   }
 #endif
   try {
-    if (args.group_size > 1)
-      return compare_on(GroupsRunner{args.workers / args.group_size, args.group_size}, args, parameters, make, evaluate, update);
+    if (args.group_size > 1) {
+      using Model = std::invoke_result_t<MakeModel, int, int>;
+      if constexpr (std::same_as<cocod::span_of_t<Model>, std::span<cocod::scalar_of_t<Model>>>) {
+        return compare_on(GroupsRunner{args.workers / args.group_size, args.group_size}, args, parameters, make, evaluate,
+                          update);
+      } else {  // cocod::GroupModel averages host memory
+        std::fprintf(stderr, "%s: --group-size: groups take models in host memory; this example's is on the GPU\n",
+                     argc > 0 ? argv[0] : "example");
+        return 2;
+      }
+    }
     return compare_on(ThreadsRunner{args.workers}, args, parameters, make, evaluate, update);
   } catch (const std::exception& e) {  // a worker's failure, rethrown by Threads::run
     std::fprintf(stderr, "%s: %s\n", argc > 0 ? argv[0] : "example", e.what());

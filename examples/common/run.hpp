@@ -93,14 +93,17 @@ struct Settings {
 /// The settings of algorithm `key`: the command line's, with the family's flags where the
 /// algorithm takes them and the key's modifiers; the local update `update` (update::Sgd: with
 /// --momentum).
+inline cocod::Options options_for(const std::string& key, const Args& args) {
+  return {.learning_rate = args.learning_rate, .period = per_step(key) && args.auto_period ? 1 : args.period,
+          .batch_size = args.batch, .seed = args.seed,
+          .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
+                        : args.non_finite == "off" ? cocod::NonFinite::off
+                                                   : cocod::NonFinite::raise};
+}
 template <class Update = cocod::update::Sgd>
 Settings<Update> settings_for(const std::string& key, const Args& args, const Update& update = {}) {
   Settings<Update> s;
-  s.options = {.learning_rate = args.learning_rate, .period = per_step(key) && args.auto_period ? 1 : args.period,
-               .batch_size = args.batch, .seed = args.seed,
-               .non_finite = args.non_finite == "skip"  ? cocod::NonFinite::skip
-                             : args.non_finite == "off" ? cocod::NonFinite::off
-                                                        : cocod::NonFinite::raise};
+  s.options = options_for(key, args);
   s.update = update;
   if constexpr (std::is_same_v<Update, cocod::update::Sgd>) s.update.momentum = args.momentum;
   const Variant v = Variant::parse(key);

@@ -14,7 +14,7 @@
 
 namespace cocod {
 
-/// `Model` (this rank's shard) averaged every step over `Inner`, the members of its group: each
+/// `Member` (this rank's shard) averaged every step over `Inner`, the members of its group: each
 /// member's gradient is weighed by its batch's size b_m: the group's gradient is
 /// (sum_m b_m g_m) / (sum_m b_m), summed in member order by Inner's all-reduce, and its loss the
 /// same weighted mean. Give it to an algorithm whose communicator is a comm::Grouped of the same inner
@@ -28,13 +28,13 @@ namespace cocod {
 ///
 /// Host models (std::span parameters). The buffers of a BufferedModel are averaged the same way
 /// at every step's end; the layout fingerprint and the state are the inner model's.
-template <class Model, class Inner>
-  requires cocod::Model<Model> && std::same_as<span_of_t<Model>, std::span<scalar_of_t<Model>>>
+template <class Member, class Inner>
+  requires cocod::Model<Member> && std::same_as<span_of_t<Member>, std::span<scalar_of_t<Member>>>
 class GroupModel {
-  using T = scalar_of_t<Model>;
+  using T = scalar_of_t<Member>;
 
  public:
-  GroupModel(Model model, Inner inner) : model_(std::move(model)), inner_(std::move(inner)) {}
+  GroupModel(Member model, Inner inner) : model_(std::move(model)), inner_(std::move(inner)) {}
 
   decltype(auto) parameters() { return model_.parameters(); }
   [[nodiscard]] std::size_t num_samples() const { return static_cast<std::size_t>(model_.num_samples()); }
@@ -42,7 +42,7 @@ class GroupModel {
   /// The group's loss and gradient: this member's, then the members' weighted mean,
   /// (sum_q b_q g_q) / (sum_q b_q) with the sums in member order (one all-reduce over the group
   /// of the gradient and two control values).
-  double loss_and_gradient(std::span<const std::size_t> batch, span_of_t<Model> g) {
+  double loss_and_gradient(std::span<const std::size_t> batch, span_of_t<Member> g) {
     const double loss = static_cast<double>(model_.loss_and_gradient(batch, g));
     if (inner_.size() == 1) return loss;  // alone: the member's own, to the bit
     const std::size_t n = g.size();
@@ -54,33 +54,33 @@ class GroupModel {
     inner_.all_reduce(std::span<T>(reduced_));
     const T total = reduced_[n + 1];
     for (std::size_t i = 0; i < n; ++i) g[i] = reduced_[i] / total;
-    if constexpr (BufferedModel<Model>) average_buffers(b, total);
+    if constexpr (BufferedModel<Member>) average_buffers(b, total);
     return static_cast<double>(reduced_[n] / total);
   }
 
   /// This member's model.
-  [[nodiscard]] Model& inner() noexcept { return model_; }
-  [[nodiscard]] const Model& inner() const noexcept { return model_; }
+  [[nodiscard]] Member& inner() noexcept { return model_; }
+  [[nodiscard]] const Member& inner() const noexcept { return model_; }
   /// The group's communicator.
   [[nodiscard]] Inner& group() noexcept { return inner_; }
 
   decltype(auto) buffers()
-    requires BufferedModel<Model>
+    requires BufferedModel<Member>
   {
     return model_.buffers();
   }
   [[nodiscard]] std::uint64_t layout_fingerprint() const
-    requires requires(const Model& m) { m.layout_fingerprint(); }
+    requires requires(const Member& m) { m.layout_fingerprint(); }
   {
     return model_.layout_fingerprint();
   }
   void save_state(std::vector<std::byte>& out) const
-    requires StatefulModel<Model>
+    requires StatefulModel<Member>
   {
     model_.save_state(out);
   }
   void load_state(std::span<const std::byte> in)
-    requires StatefulModel<Model>
+    requires StatefulModel<Member>
   {
     model_.load_state(in);
   }
@@ -93,7 +93,7 @@ class GroupModel {
     for (auto& v : buffers) v = v / total;
   }
 
-  Model model_;
+  Member model_;
   Inner inner_;
   std::vector<T> reduced_;
 };
