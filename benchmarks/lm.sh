@@ -15,7 +15,7 @@
 # plots the curves.
 #
 #   benchmarks/lm.sh [1gbit|10mbit|groups|all|smoke] [OUT_DIR]   (BUILD=build/bench, EPOCHS=0.3, PERIOD=16,
-#                                                                  TARGET_LOSS=2.2)
+#                                                                  TARGET_LOSS=2.6)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_help "$0" "${1:-}"

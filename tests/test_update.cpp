@@ -124,6 +124,13 @@ TEST_CASE("ClipGradNorm scales a gradient above max_norm to it, leaves a smaller
     CHECK(std::sqrt(cocod::backend::squared_norm(cpu{}, std::span<const float>(gf))) == doctest::Approx(0.5).epsilon(1e-5));
     CHECK(state.inner.steps == 1);
   }
+  {  // a finite float gradient whose squares overflow float is clipped, not zeroed
+    auto x = std::vector<float>(200, 0.5f), gf = random_vector<float>(200, 9, 1e20);
+    REQUIRE(std::isinf(cocod::backend::squared_norm(cpu{}, std::span<const float>(gf))));
+    auto state = cocod::update::ClipGradNorm<cocod::update::Sgd>{.max_norm = 0.5}.start<cpu, float>(x.size());
+    state.apply(std::span<float>(x), std::span<float>(gf), 1.0f);
+    CHECK(std::sqrt(cocod::backend::squared_norm(cpu{}, std::span<const float>(gf))) == doctest::Approx(0.5).epsilon(1e-5));
+  }
   {  // a gradient with a NaN is left for the non-finite guard
     auto x = x0, gc = g;
     gc[5] = std::numeric_limits<double>::quiet_NaN();

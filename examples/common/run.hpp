@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -27,6 +28,9 @@ struct LearningRate {
   std::size_t warmup = 0;
   void validate() const {}
   [[nodiscard]] double operator()(double base, std::size_t t, std::size_t total) const {
+    if (warmup >= total)
+      throw std::invalid_argument("--warmup-steps " + std::to_string(warmup) + " must be less than the run's " +
+                                  std::to_string(total) + " steps (raise --epochs or lower --warmup-steps)");
     if (cosine)
       return warmup ? cocod::lr::WarmupCosine{.warmup_steps = warmup}(base, t, total) : cocod::lr::Cosine{}(base, t, total);
     return t < warmup ? base * static_cast<double>(t) / static_cast<double>(warmup) : base;
@@ -231,6 +235,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
     using Model = Slowed<decltype(made())>;
     Model model{made(), r < args.slowdown.size() ? args.slowdown[r] : 1.0};
     Observer<Model> observer = observer_for(key, sampling, args, model);
+    if (!lead) observer.bar.reset(), observer.csv.reset();  // one bar and one CSV file per worker
     with_optimizer<Model>(key, comm, settings, schedule, [&](auto&& opt) {
       if (result.timeline && lead) opt.trace(&result.timeline->lane(rank));
       if (lead) opt.on_event(cocod::events::Printer{stderr});  // rank 0's decisions, one line each

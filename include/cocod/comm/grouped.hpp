@@ -29,7 +29,8 @@ namespace cocod::comm {
 ///
 ///  - all_reduce(buffer): member m sums its slice m of G over the groups through `outer`, then
 ///    the members gather their slices through `inner`; the sums are outer's, in its order.
-///  - broadcast(buffer, root): member 0's buffer inside each group, then group root's over `outer`.
+///  - broadcast(buffer, root): member 0's buffer inside each group, then group root's: member m
+///    moves slice m over `outer`, and the members gather.
 ///  - all_to_all, all_gather (bytes): member m moves its share of every block through `outer`, then
 ///    the members gather their shares through `inner` (which needs byte collectives).
 ///  - the requests of the non-blocking collectives complete the outer part in the background and
@@ -49,10 +50,12 @@ class Grouped {
     void wait() {
       if (done_) return;
       outer_.wait();
+      // the exchange's time is the slow link's: the outer part's completion, not the gather's
+      if constexpr (requires { outer_.completed_at(); }) completed_ = outer_.completed_at();
+      else completed_ = Clock::now();
       if (gather_) gather_();
       gather_ = nullptr;
       done_ = true;
-      completed_ = Clock::now();
     }
     /// After a failure: waits for the outer part only (the buffers are no longer written), without
     /// the gather, which the other members may never join.
@@ -94,7 +97,9 @@ class Grouped {
   template <Scalar T>
   void broadcast(std::span<T> buffer, int root) {
     inner_.broadcast(buffer, 0);
-    outer_.broadcast(buffer, root);
+    const auto [lo, hi] = share(buffer.size());
+    outer_.broadcast(buffer.subspan(lo, hi - lo), root);
+    gather_shares(inner_, std::as_writable_bytes(buffer), sizeof(T), 1);
   }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {

@@ -174,13 +174,15 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
   using StagedDeviceCollectives::all_reduce_async;
   using StagedDeviceCollectives::broadcast;
 
-  /// Advances collectives in flight (MpiProgress::caller); trainers call it between steps.
   /// The ranks of this communicator that give the same `colour`, ordered by `key` (then by their
   /// rank here), as a communicator of their own with these options (MPI_Comm_split). A
   /// collective: every rank calls it, before any collective of this one is in flight. Groups of
   /// G consecutive ranks (comm::Grouped): split(rank() / G, rank() % G) joins a group's members,
   /// split(rank() % G, rank() / G) the same member of every group.
   [[nodiscard]] Mpi split(int colour, int key) const {
+    if (colour < 0)  // MPI_UNDEFINED would leave this rank without a communicator
+      throw std::invalid_argument("cocod::comm::Mpi::split: colour must be >= 0 (got " + std::to_string(colour) +
+                                  "): every rank joins a group");
     MPI_Comm sub = MPI_COMM_NULL;
     mpi_detail::check(MPI_Comm_split(handle(), colour, key, &sub), "MPI_Comm_split");
     return adopt(sub);
@@ -193,6 +195,7 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
     return adopt(sub);
   }
 
+  /// Advances collectives in flight (MpiProgress::caller); trainers call it between steps.
   void progress() { engine_->progress(); }
 
   /// Ends every process of the job with `code` after printing `message` from this rank.

@@ -19,7 +19,7 @@ namespace cocod::update {
 ///
 /// the norm being that of the whole gradient of one worker's step (the workers' average under
 /// S-SGD, where the update sees the averaged gradient). A gradient with a NaN is left as it is, for
-/// the non-finite guard to find. The DiLoCo recipe:
+/// the non-finite guard to find; a finite one whose squares overflow is clipped all the same. The DiLoCo recipe:
 /// `cocod::update::ClipGradNorm<cocod::update::AdamW>{.max_norm = 1.0, .inner = {.weight_decay = 0.1}}`.
 ///
 /// | field    | meaning                              | default |
@@ -62,9 +62,16 @@ struct ClipGradNorm {
     /// Clips g in place, then applies the inner rule's step.
     template <class Span>
     void apply(Span x, Span g, T lr) {
-      const T norm = std::sqrt(squared_norm(Backend{}, g));
-      const T factor = max_norm / (norm + T(1e-6));
-      if (factor < T(1)) scale(Backend{}, g, g, factor);
+      T norm = std::sqrt(squared_norm(Backend{}, g));
+      if (std::isinf(norm) && all_finite(Backend{}, g)) {
+        // the squares of a finite gradient overflowed T: scale by 2^-64 (exactly) and measure
+        // again; the norm of what is left is far above max_norm
+        scale(Backend{}, g, g, T(0x1p-64));
+        norm = std::sqrt(squared_norm(Backend{}, g));
+        scale(Backend{}, g, g, max_norm / norm);
+      } else if (const T factor = max_norm / (norm + T(1e-6)); factor < T(1)) {
+        scale(Backend{}, g, g, factor);
+      }
       inner.apply(x, g, lr);
     }
     void reset() {
