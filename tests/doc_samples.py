@@ -366,7 +366,10 @@ def check_run(name, output, built, args):
 
 
 def sorted_mpi(lines):
-    """MPI ranks print in any order: the rank lines sorted, the rest after them as printed."""
+    """MPI ranks print in any order: the rank lines sorted, the rest after them as printed, without
+    the lines of Open MPI's runtime about itself (an "ORTE_ERROR_LOG" when it cannot show its
+    abort report, which happens on a loaded machine)."""
+    lines = [l for l in lines if "ORTE_ERROR_LOG" not in l]
     ranks = sorted(l for l in lines if l.startswith("rank "))
     return ranks + [l for l in lines if not l.startswith("rank ")]
 
