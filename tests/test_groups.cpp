@@ -123,6 +123,40 @@ TEST_CASE("G members per group equal the algorithm over groups with the members'
   }
 }
 
+TEST_CASE("a rank of a group reports its share of the bytes: 1/G of what a flat worker sends") {
+  // the same algorithm over 2 workers: flat, and as 2 groups of 2 ranks; per round, plain and
+  // compressed (int8), each rank's bytes_sent is half of the flat worker's
+  for (const bool int8 : {false, true}) {
+    CAPTURE(int8);
+    auto s = setup({1.0, 1.0});
+    if (int8) s.compress = {cocod::Compression::int8, 8};
+    std::vector<double> flat_bytes, group_bytes;
+    std::mutex m;
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      Member model = member_of(comm.rank(), 0);
+      auto opt = cocod_test::make<cocod::CoCoDSGD<Member, cocod::comm::Threads>>(comm, s);
+      const auto report = opt.optimize(model, cocod::Steps{12});
+      if (comm.rank() == 0)
+        for (const auto& r : report.rounds) flat_bytes.push_back(r.bytes_sent);
+    });
+    cocod::comm::Threads::run_groups(2, 2, [&](cocod::comm::Threads inner, cocod::comm::Threads outer) {
+      cocod::GroupModel model{member_of(outer.rank(), inner.rank()), inner};
+      using Comm = cocod::comm::Grouped<cocod::comm::Threads>;
+      auto opt = cocod_test::make<cocod::CoCoDSGD<decltype(model), Comm>>(Comm{inner, outer}, s);
+      const auto report = opt.optimize(model, cocod::Steps{12});
+      std::lock_guard lock(m);
+      if (outer.rank() == 0 && inner.rank() == 1)
+        for (const auto& r : report.rounds) group_bytes.push_back(r.bytes_sent);
+    });
+    REQUIRE(flat_bytes.size() == group_bytes.size());
+    REQUIRE(flat_bytes.size() >= 3);
+    for (std::size_t r = 0; r < flat_bytes.size(); ++r) {
+      CHECK(flat_bytes[r] > 0.0);
+      CHECK(group_bytes[r] == flat_bytes[r] / 2);
+    }
+  }
+}
+
 TEST_CASE("AdamW inside groups: the members' moments stay equal") {
   auto s = setup({1.0, 1.0});
   s.adamw.weight_decay = 0.05;

@@ -274,9 +274,6 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
               member == 0, made, measure);
       else
         train(fast, fast, group, member == 0, made, measure);
-      // what rank 0 sent over the throttled link: its slice, 1/members of its group's exchange
-      if (group == 0 && member == 0)
-        for (auto& round : result.report.rounds) round.bytes_sent /= members;
     } else {
       const int rank = base.rank();
       auto made = [&] { return make(rank, base.size()); };

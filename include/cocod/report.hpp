@@ -52,6 +52,7 @@ struct RoundStats {
   std::size_t skipped = 0;
   /// Bytes this worker sent in the round's collectives, as the schedule they run sends them
   /// (a ring all-reduce: 2 (N - 1) / N of the buffer; a compressed exchange: its encoded blocks).
+  /// A rank of a group (comm::Grouped) counts its share: 1/G of its group's, over the slow link.
   double bytes_sent = 0.0;
 };
 

@@ -56,8 +56,8 @@ class Exchange {
                              std::to_string(total_) + ", pieces " + std::to_string(pieces_) + ")");
     piece_ = p;
   }
-  /// Bytes this worker sent for its latest collective (a ring all-reduce sends 2 (N - 1) / N of
-  /// the buffer; a compressed exchange its encoded blocks).
+  /// Bytes this rank sent for its latest collective (a ring all-reduce sends 2 (N - 1) / N of
+  /// the buffer; a compressed exchange its encoded blocks; a rank of a group its share).
   [[nodiscard]] double bytes_sent() const noexcept { return bytes_; }
 
  private:
@@ -73,6 +73,13 @@ class Exchange {
   [[nodiscard]] static double ring_bytes(std::size_t n, int workers) noexcept {
     const double N = workers;
     return workers <= 1 ? 0.0 : 2.0 * (N - 1.0) / N * static_cast<double>(n * sizeof(T));
+  }
+  /// This rank's part of what its worker sends: a worker that is a group of G ranks
+  /// (comm::Grouped) sends each collective slice by slice, one slice per rank, so a rank sends
+  /// 1/G of it (the members' mean, exactly: their slices add up to the whole).
+  [[nodiscard]] static double rank_share(const Comm& comm, double bytes) noexcept {
+    if constexpr (requires { comm.members(); }) return bytes / comm.members();
+    else return bytes;
   }
 
   void resize(const std::string& name, std::size_t n, std::size_t total, std::size_t control, std::size_t pieces, bool may_fly,
@@ -104,14 +111,14 @@ class Exchange {
     store(B{}, whole(), piece_.size, control);
     posted(tag);
     request_ = comm.all_reduce_async(whole());
-    bytes_ = ring_bytes(piece_.size + control_, comm.size());
+    bytes_ = rank_share(comm, ring_bytes(piece_.size + control_, comm.size()));
   }
   /// The compressed transport: s = w a (in the model part) as its deviation from `reference`.
   void post_compressed(Comm& comm, ControlTag tag, std::span<const T> control, Span reference, T w) {
     if constexpr (comm::ByteCollectives<Comm>) {
       posted(tag);
       codec_.post(comm, model(), reference, w, piece_, control, tag.withheld);
-      bytes_ = codec_.bytes_sent();
+      bytes_ = rank_share(comm, codec_.bytes_sent());
     } else {
       (void)comm, (void)tag, (void)control, (void)reference, (void)w;
       throw std::logic_error("cocod: compressed exchange '" + name_ + "' needs a communicator with all_to_all_async and all_gather_async");

@@ -106,7 +106,8 @@ class Reducer {
       comm_.all_reduce(e.whole());
       load(B{}, e.whole(), e.model_size(), control_.staging());
     }
-    recorder_.blocking(where.step(), t0, comm::Clock::now(), compressed ? e.bytes_sent() : Exchange::ring_bytes(e.whole().size(), comm_.size()));
+    recorder_.blocking(where.step(), t0, comm::Clock::now(), compressed ? e.bytes_sent()
+                                                                       : Exchange::rank_share(comm_, Exchange::ring_bytes(e.whole().size(), comm_.size())));
     ++collectives_;
     read(tag, where);
     normalize(e, compressed);
@@ -121,7 +122,7 @@ class Reducer {
     const ControlTag tag = write(Span{}, where, guard_.raises());
     const auto t0 = comm::Clock::now();
     comm_.all_reduce(control_.staging());
-    recorder_.blocking(where.step(), t0, comm::Clock::now(), Exchange::ring_bytes(control_.size(), comm_.size()));
+    recorder_.blocking(where.step(), t0, comm::Clock::now(), Exchange::rank_share(comm_, Exchange::ring_bytes(control_.size(), comm_.size())));
     read(tag, where);
     if (tag.guarded && guard_.partial())
       guard_.fail("found by the round's control reduction (" + where.algorithm() +
