@@ -10,7 +10,9 @@ perplexity, the time to TARGET_LOSS (the first curve point at or below it), and 
 it over S-SGD and over DiLoCo (Local-SGD+outer). At 10 Mbit/s S-SGD ran a short budget
 (lm_10mbit_ssgd.txt): its time to the target is the epochs it needed at 1 Gbit/s times its
 seconds per epoch there, marked "est". The rows of 10mbit_groups (2 groups of 2 ranks) are compared
-with the flat rows at 10 Mbit/s (their vs_ssgd and vs_diloco: over the flat S-SGD and DiLoCo). Writes lm.csv and lm_<link>.png (gnuplot, if present).
+with the flat rows at 10 Mbit/s (their vs_ssgd and vs_diloco: over the flat S-SGD and DiLoCo).
+Writes lm.csv and lm_<link>.png (gnuplot, if present). With --smoke, fails unless every run's
+validation loss ends below SMOKE_LEARNED.
 """
 import csv
 import os
@@ -23,6 +25,7 @@ from example_output import curves, first_reaching, table
 TARGET = float(os.environ.get("TARGET_LOSS", "2.6"))
 LINKS = ["1gbit", "10mbit", "10mbit_groups"]
 METRICS = ["val_loss", "perplexity"]
+SMOKE_LEARNED = 4.5  # (ln 256 = 5.55: no learning)
 
 
 def plot(out, link, path):
@@ -82,7 +85,13 @@ def main():
     if not rows_csv:
         print("lm: FAILED (no table found in %s)" % out)
         sys.exit(1)
-    print("# lm: OK (every run completed)")
+    # a model that guesses bytes uniformly has a loss of ln 256 = 5.55 nats: the smoke's few steps
+    # must already have learned (about 4.0 after 9 steps), or the training is broken
+    unlearned = [r[1] for r in rows_csv if smoke and not r[5] < SMOKE_LEARNED]
+    if unlearned:
+        print("lm: FAILED (validation loss not below %g after the smoke's steps: %s)" % (SMOKE_LEARNED, ", ".join(unlearned)))
+        sys.exit(1)
+    print("# lm: OK (every run completed%s)" % (", every loss below %g" % SMOKE_LEARNED if smoke else ""))
 
 
 if __name__ == "__main__":

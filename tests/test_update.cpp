@@ -56,7 +56,7 @@ std::string refusal(const U& rule) {
 }  // namespace
 
 TEST_CASE_TEMPLATE("Adam and AdamW steps equal a plain element-by-element recomputation, to the bit", T, float, double) {
-  const auto x0 = random_vector<T>(1001, 7);
+  const auto x0 = random_vector<T>(1001, 7);  // the CPU pass's blocks of 512: two, the second partial
   for (const double wd : {0.0, 0.01, 0.3}) {
     CAPTURE(wd);
     const cocod::update::AdamW adamw{.beta1 = 0.85, .beta2 = 0.99, .eps = 1e-7, .weight_decay = wd};

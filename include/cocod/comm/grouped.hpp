@@ -99,7 +99,7 @@ class Grouped {
     inner_.broadcast(buffer, 0);
     const auto [lo, hi] = share(buffer.size());
     outer_.broadcast(buffer.subspan(lo, hi - lo), root);
-    gather_shares(inner_, std::as_writable_bytes(buffer), sizeof(T), 1);
+    gather_shares(inner_, *scratch_, std::as_writable_bytes(buffer), sizeof(T), 1);
   }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {
@@ -110,7 +110,9 @@ class Grouped {
     const auto [lo, hi] = share(buffer.size());
     Request r;
     r.outer_ = outer_.all_reduce_async(buffer.subspan(lo, hi - lo));
-    r.gather_ = [inner = inner_, buffer]() mutable { gather_shares(inner, std::as_writable_bytes(buffer), sizeof(T), 1); };
+    r.gather_ = [inner = inner_, scratch = scratch_, buffer]() mutable {
+      gather_shares(inner, *scratch, std::as_writable_bytes(buffer), sizeof(T), 1);
+    };
     return r;
   }
 
@@ -145,20 +147,21 @@ class Grouped {
 
   /// `data` holds `blocks` blocks of equal size whose elements are `unit` bytes wide, and member
   /// q holds the true value of its share of each block: every member gets every share, through
-  /// one all-gather of equal pieces over `inner`.
-  static void gather_shares(Inner& inner, std::span<std::byte> data, std::size_t unit, std::size_t blocks) {
+  /// one all-gather of equal pieces over `inner`, staged in `all` (kept from one call to the next).
+  static void gather_shares(Inner& inner, std::vector<std::byte>& all, std::span<std::byte> data, std::size_t unit,
+                            std::size_t blocks) {
     const auto G = static_cast<std::size_t>(inner.size()), m = static_cast<std::size_t>(inner.rank());
     if (G == 1) return;
     const std::size_t stride = data.size() / blocks, elements = stride / unit;
     const std::size_t piece = (elements + G - 1) / G * unit * blocks;  // the largest share, padded
-    std::vector<std::byte> all(piece * G);
+    if (all.size() < piece * G) all.resize(piece * G);
     auto each_share = [&](std::size_t q, auto&& f) {
       const auto [lo, hi] = cocod::detail::part(q, elements, G);
       for (std::size_t j = 0; j < blocks; ++j)
         f(data.data() + j * stride + lo * unit, all.data() + q * piece + j * (hi - lo) * unit, (hi - lo) * unit);
     };
     each_share(m, [](std::byte* from, std::byte* to, std::size_t n) { if (n) std::memcpy(to, from, n); });
-    inner.all_gather(std::span<const std::byte>(all.data() + m * piece, piece), std::span<std::byte>(all));
+    inner.all_gather(std::span<const std::byte>(all.data() + m * piece, piece), std::span<std::byte>(all.data(), piece * G));
     for (std::size_t q = 0; q < G; ++q)
       if (q != m) each_share(q, [](std::byte* to, std::byte* from, std::size_t n) { if (n) std::memcpy(to, from, n); });
   }
@@ -178,16 +181,19 @@ class Grouped {
     const std::span<std::byte> in(mine + s * send_blocks, s * N);
     Request r;
     r.outer_ = personal ? outer_.all_to_all_async(out, in) : outer_.all_gather_async(out, in);
-    r.gather_ = [inner = inner_, staging, recv, in, b, N, lo, s]() mutable {
+    r.gather_ = [inner = inner_, scratch = scratch_, staging, recv, in, b, N, lo, s]() mutable {
       for (std::size_t q = 0; q < N; ++q)
         if (s) std::memcpy(recv.data() + q * b + lo, in.data() + q * s, s);
-      gather_shares(inner, recv, 1, N);
+      gather_shares(inner, *scratch, recv, 1, N);
     };
     return r;
   }
 
   Inner inner_;
   Outer outer_;
+  // the gathers' staging, shared by the copies of this communicator: a gather runs in the thread
+  // that waits for its request, one at a time
+  std::shared_ptr<std::vector<std::byte>> scratch_ = std::make_shared<std::vector<std::byte>>();
 };
 
 }  // namespace cocod::comm
