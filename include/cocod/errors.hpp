@@ -21,6 +21,14 @@ class Aborted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Raised in a worker whose collective failed because a peer was lost (its process ended or its
+/// connection closed) without leaving an error of its own: comm::Gloo. Elastic training catches
+/// it and goes on with the survivors; elsewhere it ends the run like any Aborted.
+class PeerLost : public Aborted {
+ public:
+  using Aborted::Aborted;
+};
+
 /// A NaN or an infinity on some worker (NonFinite::raise, or too many skips): raised on every
 /// worker from the same reduction, with the same message naming the ranks, the round, the step
 /// and what was non-finite.

@@ -1,0 +1,93 @@
+#pragma once
+// A client of the rendezvous store (comm::StoreServer, or the coordinator program) as Gloo's
+// store interface: how comm::Gloo's workers exchange their addresses, and where a failing worker
+// leaves its error for its peers. Link the CMake target cocod::gloo.
+#include <gloo/rendezvous/store.h>
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cocod/errors.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/tcp/messages.hpp"
+#include "cocod/comm/detail/tcp/socket.hpp"
+#undef COCOD_INTERNAL_INCLUDE
+
+namespace cocod::comm {
+
+/// One connection to the store at "host:port". Thread-safe (requests are serialized). Every
+/// failure throws cocod::CommunicationError naming the store: it cannot be reached within
+/// `connect_timeout`, it closed the connection (it stopped), or a wait timed out.
+class TcpStore : public gloo::rendezvous::Store {
+ public:
+  TcpStore(const std::string& address, std::chrono::milliseconds connect_timeout = std::chrono::seconds(30))
+      : address_(tcp::parse_address(address, "cocod::comm::TcpStore: the store's address")),
+        socket_(tcp::connect_to(address_, tcp::SteadyClock::now() + connect_timeout, who())) {}
+
+  /// "host:port".
+  [[nodiscard]] std::string address() const { return address_.text(); }
+
+  void set(const std::string& key, const std::vector<char>& data) override { call({tcp::Verb::set, key, data}, {}); }
+  /// Waits for the key up to the default timeout (30 s).
+  std::vector<char> get(const std::string& key) override { return get(key, kDefaultTimeout); }
+  std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) {
+    tcp::Reply r = call({tcp::Verb::get, key, tcp::int_value(timeout.count())}, timeout);
+    if (r.status == tcp::Status::timed_out)
+      throw CommunicationError(who() + ": key '" + key + "' was not set within " + std::to_string(timeout.count()) + " ms");
+    return std::move(r.value);
+  }
+  /// The value of `key` if it is set, at once.
+  std::optional<std::vector<char>> try_get(const std::string& key) {
+    tcp::Reply r = call({tcp::Verb::try_get, key, {}}, {});
+    if (r.status != tcp::Status::ok) return std::nullopt;
+    return std::move(r.value);
+  }
+  /// key += delta (a missing key counts 0), atomically; returns the new value.
+  std::int64_t add(const std::string& key, std::int64_t delta) {
+    return tcp::value_int(call({tcp::Verb::add, key, tcp::int_value(delta)}, {}).value);
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    std::vector<char> list;
+    for (const std::string& k : keys) {
+      list.insert(list.end(), k.begin(), k.end());
+      list.push_back('\0');
+    }
+    if (call({tcp::Verb::wait, std::to_string(timeout.count()), list}, timeout).status == tcp::Status::timed_out)
+      throw CommunicationError(who() + ": " + std::to_string(keys.size()) + " keys were not all set within " +
+                               std::to_string(timeout.count()) + " ms (are all the workers started?)");
+  }
+
+ private:
+  [[nodiscard]] std::string who() const { return "cocod::comm::TcpStore(" + address_.text() + ")"; }
+
+  // One request and its reply. The reply may take `waits` (a get or wait) plus 10 s: a store
+  // that does not answer within that (stopped, or its machine gone) fails the call.
+  tcp::Reply call(const tcp::Request& request, std::chrono::milliseconds waits) {
+    std::lock_guard lock(mutex_);
+    if (!socket_.open()) throw CommunicationError(who() + ": the connection to the store was lost before");
+    const auto limit = waits + std::chrono::seconds(10);
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((limit.count() % 1000) * 1000);
+    ::setsockopt(socket_.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    tcp::Reply reply;
+    if (!tcp::send_request(socket_.fd(), request) || !tcp::recv_reply(socket_.fd(), reply)) {
+      socket_.close();
+      throw CommunicationError(who() + ": the store closed the connection or did not answer within " +
+                               std::to_string(limit.count() / 1000) + " s (the coordinator stopped?)");
+    }
+    if (reply.status == tcp::Status::refused) throw CommunicationError(who() + ": the store is stopping");
+    return reply;
+  }
+
+  tcp::Address address_;
+  std::mutex mutex_;
+  tcp::Socket socket_;
+};
+
+}  // namespace cocod::comm
