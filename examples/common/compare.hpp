@@ -47,6 +47,9 @@ void print_setup(const Runner& runner, const Args& args, std::size_t parameters,
     std::printf("# link: %g Gbit/s, latency %.1f us%s -> one all-reduce m = %.3f ms; one local step c = %.3f ms\n",
                 args.bandwidth_gbit, link.latency * 1e6, args.latency_us ? "" : " (auto: m ~ k*c / compute-ratio)", m * 1e3,
                 step_s * 1e3);
+  else if (args.comm == "gloo")
+    std::printf("# link: the network between the processes (Gloo over TCP, store %s); one local step c = %.3f ms\n",
+                args.store.c_str(), step_s * 1e3);
   else
     std::printf("# link: the MPI job's own network (progress: %s%s); one local step c = %.3f ms\n",
                 args.mpi_progress.c_str(), args.mpi_native ? ", native all-reduce" : "", step_s * 1e3);
@@ -90,7 +93,7 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
   // all) and 2 for the adaptive schedule's measurements
   std::size_t bytes = (parameters + 4 + 5 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
   if constexpr (requires { runner.members; }) bytes /= static_cast<std::size_t>(runner.members);  // a rank's slice
-  const bool throttle = args.comm == "threads" || args.link_given;  // mpi, nccl: the real network
+  const bool throttle = args.comm == "threads" || args.link_given;  // mpi, gloo, nccl: the real network
   const double step_s = measure_step_seconds(runner, args, make, update);
   const cocod::comm::Link link = size_link(args, bytes, workers, step_s);
   if (runner.prints()) print_setup(runner, args, parameters, bytes, throttle, link, step_s);
@@ -99,7 +102,7 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
     for (const auto& key : args.algorithms)
       results.push_back(run_one(runner, key, sampling, args, throttle, link, make, evaluate, update));
   if (!args.trace.empty()) {
-    const std::string path = write_trace(args.trace, results, args.comm == "mpi", runner.rank());
+    const std::string path = write_trace(args.trace, results, args.comm == "mpi" || args.comm == "gloo", runner.rank());
     if (runner.prints()) std::printf("# trace: %s (open in chrome://tracing or https://ui.perfetto.dev)\n", path.c_str());
   }
   if (runner.prints()) report(results, args, throttle, link, workers);
@@ -122,6 +125,15 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
   }
 #else
   (void)argc, (void)argv;
+#endif
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+  if (args.comm == "gloo") {
+    int status = 0;
+    const int gloo_status = cocod::comm::Gloo::run(gloo_options(args), [&](cocod::comm::Gloo world) {
+      status = compare_on(GlooRunner{world}, args, parameters, make, evaluate, update);
+    });
+    return gloo_status != 0 ? gloo_status : status;
+  }
 #endif
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
   if (args.comm == "nccl") {

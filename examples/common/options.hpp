@@ -32,6 +32,10 @@ struct Args {
   bool mpi_native = false;       // MPI's own all-reduce instead of the rank-ordered one
   double mpi_poll_us = 500;      // polling thread's longest sleep between MPI_Test calls
   double mpi_stall_timeout_s = 300;  // a collective without progress for this long ends the job (0: never)
+  std::string store;             // --comm gloo: HOST:PORT of the rendezvous store
+  int rank = -1;                 // --comm gloo: this process's rank
+  bool serve_store = false;      // --comm gloo: rank 0 serves the store itself
+  std::string hostname;          // --comm gloo: the address the peers reach this process at
   bool link_given = false;       // --bandwidth or --latency on the command line
   bool auto_period = false;      // --period auto: the smallest k with k*c >= m + 2 sd(m), re-measured
   std::size_t max_period = 32;
@@ -70,6 +74,9 @@ inline std::vector<std::string> communicators() {
   std::vector<std::string> c{"threads"};
 #ifdef COCOD_HAS_MPI
   c.push_back("mpi");
+#endif
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+  c.push_back("gloo");
 #endif
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
   c.push_back("nccl");
@@ -173,6 +180,7 @@ class Cli {
   void add_algorithms();
   void add_link();
   void add_mpi(const char* group);
+  void add_gloo(const char* group);
   void add_training();
   void add_family();
   void add_output();
@@ -225,12 +233,15 @@ inline void Cli::add_link() {
 #ifdef COCOD_HAS_MPI
   comm_help += "; mpi: one worker per MPI process under mpiexec";
 #endif
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+  comm_help += ";\ngloo: one worker per process (--rank of --workers), over TCP, found through --store";
+#endif
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
   comm_help += "; nccl: one worker per GPU";
 #endif
   app_.add_option("--comm", a_.comm, comm_help)
       ->type_name(cli::join(communicators(), "|"))->capture_default_str()->check(communicator_check())->group(g);
-  app_.add_option("--workers", a_.workers, "in-process workers with --comm threads")
+  app_.add_option("--workers", a_.workers, "in-process workers with --comm threads; processes with --comm gloo")
       ->type_name("N")->capture_default_str()->check(cli::whole(1, 4096))->group(g);
   app_.add_option("--group-size", a_.group_size,
                   "with --comm threads: the workers form groups of G ranks, each group one worker of\n"
@@ -252,6 +263,23 @@ inline void Cli::add_link() {
   app_.add_option("--compute-ratio", a_.comm_ratio, "with --latency auto: one all-reduce costs K local steps / R")
       ->type_name("R")->capture_default_str()->check(cli::positive(1e6))->group(g);
   add_mpi(g);
+  add_gloo(g);
+}
+
+inline void Cli::add_gloo([[maybe_unused]] const char* g) {
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+  app_.add_option("--store", a_.store,
+                  "with --comm gloo: HOST:PORT of the rendezvous store (the coordinator program,\n"
+                  "or rank 0 with --serve-store)")
+      ->type_name("HOST:PORT")->group(g);
+  app_.add_option("--rank", a_.rank, "with --comm gloo: this process's rank, 0 to --workers - 1")
+      ->type_name("R")->check(cli::whole(0, 4095))->group(g);
+  app_.add_flag("--serve-store", a_.serve_store, "with --comm gloo: rank 0 serves the store at --store's port")->group(g);
+  app_.add_option("--hostname", a_.hostname,
+                  "with --comm gloo: the address the other processes reach this one at\n"
+                  "(default: this machine's host name)")
+      ->type_name("HOST")->group(g);
+#endif
 }
 
 inline void Cli::add_mpi([[maybe_unused]] const char* g) {
@@ -410,6 +438,15 @@ inline Args Cli::settings() const {
       cli::refuse(program_, "--group-size " + std::to_string(a.group_size) + " does not divide --workers " +
                                 std::to_string(a.workers));
     if (!a.checkpoint.empty()) cli::refuse(program_, "--group-size does not take --checkpoint");
+  }
+  if (a.comm == "gloo") {
+    if (a.store.empty()) cli::refuse(program_, "--comm gloo needs --store HOST:PORT");
+    if (a.rank < 0) cli::refuse(program_, "--comm gloo needs --rank R (0 to --workers - 1)");
+    if (a.rank >= a.workers)
+      cli::refuse(program_, "--rank " + std::to_string(a.rank) + " is not a rank of --workers " + std::to_string(a.workers));
+  } else {
+    for (const char* flag : {"--store", "--rank", "--serve-store", "--hostname"})
+      if (given(flag)) cli::refuse(program_, std::string(flag) + " needs --comm gloo");
   }
   if (a.workers_may_change && !a.resume) cli::refuse(program_, "--workers-may-change needs --resume");
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)

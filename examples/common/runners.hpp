@@ -6,6 +6,9 @@
 #ifdef COCOD_HAS_MPI
 #include <cocod/comm/mpi.hpp>
 #endif
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+#include <cocod/comm/gloo.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -106,6 +109,33 @@ inline cocod::comm::MpiOptions mpi_options(const Args& args) {
   o.stall_timeout = std::chrono::milliseconds(static_cast<long long>(args.mpi_stall_timeout_s * 1000.0));
   o.stall_suspected = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return o;
+}
+#endif
+
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+/// This process's worker over Gloo (--comm gloo).
+struct GlooRunner {
+  cocod::comm::Gloo world;
+  template <class F>
+  void each(F&& f) const {
+    f(world);
+  }
+  [[nodiscard]] bool prints() const { return world.rank() == 0; }
+  [[nodiscard]] int rank() const { return world.rank(); }
+  [[nodiscard]] int size() const { return world.size(); }
+  [[nodiscard]] const char* name() const { return "processes over Gloo (TCP)"; }
+  [[nodiscard]] double from_rank0(double v) const {
+    double b[1] = {v};
+    auto copy = world;
+    copy.broadcast(std::span<double>(b), 0);
+    return b[0];
+  }
+};
+
+/// comm::Gloo's settings from --store, --rank, --workers, --serve-store and --hostname.
+inline cocod::comm::GlooOptions gloo_options(const Args& args) {
+  return {.store = args.store, .rank = args.rank, .size = args.workers, .serve_store = args.serve_store,
+          .hostname = args.hostname};
 }
 #endif
 
