@@ -71,8 +71,26 @@ class StoreServer {
     {
       std::lock_guard lock(mutex_);
       values_[key] = std::move(value);
+      ++version_;
     }
     changed_.notify_all();
+  }
+  /// Every key that begins with `prefix`, with its value.
+  [[nodiscard]] std::map<std::string, std::vector<char>> with_prefix(const std::string& prefix) const {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, std::vector<char>> out;
+    for (auto it = values_.lower_bound(prefix); it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+      out.insert(*it);
+    return out;
+  }
+  /// How many times a value was set so far; wait_for_change(v, t) returns once it is past v, or after t.
+  [[nodiscard]] std::uint64_t version() const {
+    std::lock_guard lock(mutex_);
+    return version_;
+  }
+  void wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return stopping_ || version_ != seen; });
   }
 
  private:
@@ -97,24 +115,38 @@ class StoreServer {
     }
   }
 
-  // One client's requests, answered in order, until it disconnects or the server stops.
+  // One client's requests, answered in order, until it disconnects or the server stops. A
+  // connection that claimed a key sets "<key>/closed" when it ends (its process is gone).
   void serve(int fd) {
     tcp::Request request;
+    std::string owner;
     while (tcp::recv_request(fd, request)) {
-      if (!tcp::send_reply(fd, answer(request))) return;
+      if (request.verb == tcp::Verb::claim) owner = request.key;
+      if (!tcp::send_reply(fd, answer(request))) break;
     }
+    if (owner.empty()) return;
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      values_[owner + "/closed"] = {'1'};
+      ++version_;
+    }
+    changed_.notify_all();
   }
 
   tcp::Reply answer(const tcp::Request& r) {
     std::unique_lock lock(mutex_);
     switch (r.verb) {
+      case tcp::Verb::claim: return {};
       case tcp::Verb::set:
         values_[r.key] = r.value;
+        ++version_;
         changed_.notify_all();
         return {};
       case tcp::Verb::add: {
         auto& v = values_[r.key];
         v = tcp::int_value(tcp::value_int(v) + tcp::value_int(r.value));
+        ++version_;
         changed_.notify_all();
         return {tcp::Status::ok, v};
       }
@@ -149,7 +181,8 @@ class StoreServer {
   }
 
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  mutable std::condition_variable changed_;
+  std::uint64_t version_ = 0;
   std::map<std::string, std::vector<char>> values_;
   std::list<Connection> connections_;  // stable addresses: each thread holds its own
   tcp::Socket listener_;

@@ -50,6 +50,9 @@ class TcpStore : public gloo::rendezvous::Store {
   std::int64_t add(const std::string& key, std::int64_t delta) {
     return tcp::value_int(call({tcp::Verb::add, key, tcp::int_value(delta)}, {}).value);
   }
+  /// This connection belongs to `key`: when it closes (this process ends), the server sets
+  /// "<key>/closed", so that a coordinator learns of a lost worker at once.
+  void claim(const std::string& key) { call({tcp::Verb::claim, key, {}}, {}); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     std::vector<char> list;

@@ -23,6 +23,7 @@ enum class Verb : std::uint8_t {
   try_get = 'T',  ///< the value of key if it is set, at once
   add = 'A',      ///< key += the integer in value (8 bytes); replies the new value
   wait = 'W',     ///< waits until every key (value: keys separated by '\0') is set, up to key's ms
+  claim = 'C',    ///< this connection belongs to key: when it closes, the server sets "<key>/closed"
 };
 
 enum class Status : std::uint8_t { ok = 0, missing = 1, timed_out = 2, refused = 3 };

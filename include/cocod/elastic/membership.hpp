@@ -1,0 +1,194 @@
+#pragma once
+// A worker's side of an elastic run's membership (the coordinator's is elastic::Coordinator):
+// it joins, beats its heart on a connection of its own (which the coordinator watches: when the
+// process ends, the connection closes and the coordinator knows at once), learns each
+// membership epoch it belongs to and the round that epoch continues from, and is told when it
+// was expelled. Link cocod::gloo.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cocod/comm/tcp_store.hpp"
+#include "cocod/errors.hpp"
+
+namespace cocod::elastic {
+
+using Clock = std::chrono::steady_clock;
+
+/// This worker was expelled from the run (its heart stopped beating for the coordinator's
+/// heartbeat timeout, e.g. a stopped process); the message says why. It should end.
+class Expelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One membership epoch as a worker sees it.
+struct Epoch {
+  std::int64_t number = 0;
+  std::vector<std::int64_t> members;  ///< worker ids in rank order
+  int rank = -1;                      ///< this worker's rank in it
+  /// Where it continues from: nullopt for a fresh start; else the round, and the member (by id)
+  /// that gives its state to those that do not hold it.
+  std::optional<std::int64_t> round;
+  std::int64_t donor = 0;
+  bool continuing = false;  ///< this worker was a member of the epoch before
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(members.size()); }
+  /// The keys of this epoch's comm::Gloo context.
+  [[nodiscard]] std::string gloo_prefix(const std::string& base = "elastic/") const {
+    return base + "epoch/" + std::to_string(number) + "/gloo";
+  }
+};
+
+struct MemberOptions {
+  std::string coordinator{};  ///< "host:port"
+  std::chrono::milliseconds heartbeat_interval = std::chrono::milliseconds(200);
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(60);
+  std::string prefix = "elastic/";
+};
+
+class Member {
+ public:
+  /// Joins the run: takes an id and starts the heartbeat. Throws CommunicationError when the
+  /// coordinator cannot be reached within connect_timeout.
+  explicit Member(MemberOptions options)
+      : options_(std::move(options)),
+        store_(std::make_shared<comm::TcpStore>(options_.coordinator, options_.connect_timeout)),
+        heart_(std::make_unique<comm::TcpStore>(options_.coordinator, options_.connect_timeout)) {
+    id_ = store_->add(key("next_id"), 1);
+    heart_->claim(key(worker() + ""));
+    heart_->add(key(worker() + "/beat"), 1);
+    beat_ = std::thread([this] { beat(); });
+  }
+  Member(const Member&) = delete;
+  Member& operator=(const Member&) = delete;
+  ~Member() {
+    {
+      std::lock_guard lock(mutex_);
+      leaving_ = true;
+    }
+    cv_.notify_all();
+    if (beat_.joinable()) beat_.join();
+  }
+
+  [[nodiscard]] std::int64_t id() const noexcept { return id_; }
+  [[nodiscard]] comm::TcpStore& store() noexcept { return *store_; }
+  [[nodiscard]] std::shared_ptr<comm::TcpStore> shared_store() const noexcept { return store_; }
+
+  /// The first epoch after `after` that this worker belongs to, once the coordinator formed it
+  /// and chose where it starts. Throws Expelled if this worker was expelled, CommunicationError
+  /// if the coordinator is gone or nothing came within `timeout`.
+  Epoch next_epoch(std::int64_t after, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (std::int64_t e = after + 1;; ++e) {
+      const std::string members = wait_for("epoch/" + std::to_string(e) + "/members", deadline);
+      Epoch epoch;
+      epoch.number = e;
+      std::istringstream in(members);
+      std::string item;
+      while (std::getline(in, item, ',')) epoch.members.push_back(std::stoll(item));
+      for (std::size_t i = 0; i < epoch.members.size(); ++i)
+        if (epoch.members[i] == id_) epoch.rank = static_cast<int>(i);
+      if (epoch.rank < 0) continue;  // formed without this worker (it was waiting): the next
+      epoch.continuing = last_epoch_ != 0;
+      last_epoch_ = e;
+      return epoch;
+    }
+  }
+
+  /// A continuing member tells the coordinator which rounds it holds a state of, and their
+  /// digests; then waits for the coordinator's choice of round (set in `epoch`). Throws
+  /// DistributedError when the members' states of that round differ.
+  void settle_start(Epoch& epoch, const std::vector<std::pair<std::int64_t, std::string>>& held,
+                    std::chrono::milliseconds timeout) {
+    const std::string e = "epoch/" + std::to_string(epoch.number);
+    if (epoch.continuing) {
+      std::string text;
+      for (const auto& [round, digest] : held) text += std::to_string(round) + ":" + digest + " ";
+      store_->set(key(e + "/held/" + std::to_string(id_)), std::vector<char>(text.begin(), text.end()));
+    }
+    const std::string start = wait_for(e + "/start", Clock::now() + timeout);
+    if (start.rfind("error: ", 0) == 0)
+      throw DistributedError("cocod::elastic: epoch " + std::to_string(epoch.number) + ": " + start.substr(7));
+    if (start == "fresh") return;
+    std::istringstream in(start);
+    std::string word;
+    std::int64_t round = 0;
+    in >> word >> round >> word >> epoch.donor;
+    epoch.round = round;
+  }
+
+  /// How many workers wait to be admitted.
+  [[nodiscard]] std::int64_t waiting() { return value(store_->try_get(key("waiting"))); }
+  /// Asks the coordinator to admit the waiting workers into the epoch after `epoch` (the members
+  /// call it at an agreed round end, then call next_epoch()).
+  void ask_switch(std::int64_t epoch) { store_->set(key("epoch/" + std::to_string(epoch) + "/switch"), {'1'}); }
+  /// The coordinator's membership log so far.
+  [[nodiscard]] std::string log() {
+    auto v = store_->try_get(key("log"));
+    return v ? std::string(v->begin(), v->end()) : std::string();
+  }
+  /// Throws Expelled if the coordinator expelled this worker, CommunicationError if the
+  /// heartbeat could not reach the coordinator.
+  void check() {
+    std::lock_guard lock(mutex_);
+    if (!expelled_.empty()) throw Expelled("cocod::elastic: worker " + std::to_string(id_) + " was expelled: " + expelled_);
+    if (!heart_error_.empty()) throw CommunicationError(heart_error_);
+  }
+
+ private:
+  [[nodiscard]] std::string key(const std::string& k) const { return options_.prefix + k; }
+  [[nodiscard]] std::string worker() const { return "worker/" + std::to_string(id_); }
+  static std::int64_t value(const std::optional<std::vector<char>>& v) { return v ? comm::tcp::value_int(*v) : 0; }
+
+  // Waits for a key, checking between short waits whether this worker was expelled.
+  std::string wait_for(const std::string& k, Clock::time_point deadline) {
+    for (;;) {
+      check();
+      if (auto v = store_->try_get(key(k))) return std::string(v->begin(), v->end());
+      if (Clock::now() > deadline)
+        throw CommunicationError("cocod::elastic: worker " + std::to_string(id_) + ": the coordinator did not set '" + k + "' in time");
+      std::unique_lock lock(mutex_);
+      cv_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  }
+
+  void beat() {
+    std::unique_lock lock(mutex_);
+    while (!cv_.wait_for(lock, options_.heartbeat_interval, [&] { return leaving_; })) {
+      lock.unlock();
+      std::string expelled, error;
+      try {
+        heart_->add(key(worker() + "/beat"), 1);
+        if (auto v = heart_->try_get(key(worker() + "/expelled"))) expelled.assign(v->begin(), v->end());
+      } catch (const std::exception& e) {
+        error = std::string("cocod::elastic: the coordinator at ") + options_.coordinator + " is gone (" + e.what() + ")";
+      }
+      lock.lock();
+      if (!expelled.empty()) expelled_ = expelled;
+      if (!error.empty()) heart_error_ = error;
+      if (!error.empty() || !expelled.empty()) return;
+    }
+  }
+
+  MemberOptions options_;
+  std::shared_ptr<comm::TcpStore> store_;
+  std::unique_ptr<comm::TcpStore> heart_;  // its own connection: the coordinator watches it
+  std::int64_t id_ = 0;
+  std::int64_t last_epoch_ = 0;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool leaving_ = false;
+  std::string expelled_, heart_error_;
+  std::thread beat_;
+};
+
+}  // namespace cocod::elastic

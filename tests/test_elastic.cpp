@@ -1,0 +1,207 @@
+// The membership of elastic runs on loopback: elastic::Coordinator and elastic::Member. Epochs
+// form once enough workers are alive; a worker whose process ends is noticed at once (its
+// connection closes), a stopped one after the heartbeat timeout, and told so when it wakes; the
+// next epoch continues from the latest round every continuing member holds; waiting workers
+// are admitted when the members ask; the coordinator's end is every member's clear error.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cocod/elastic/coordinator.hpp>
+#include <cocod/elastic/membership.hpp>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+using cocod::elastic::Coordinator;
+using cocod::elastic::CoordinatorOptions;
+using cocod::elastic::Epoch;
+using cocod::elastic::Member;
+using cocod::elastic::MemberOptions;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string self_path;
+
+MemberOptions member_of(const Coordinator& c) {
+  return {.coordinator = "127.0.0.1:" + std::to_string(c.port()), .heartbeat_interval = 50ms, .connect_timeout = 10s};
+}
+bool logged(const Coordinator& c, const std::string& text) {
+  for (const auto& line : c.log())
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+// Waits up to `limit` for `text` in the coordinator's log.
+bool await_log(const Coordinator& c, const std::string& text, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (logged(c, text)) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+}  // namespace
+
+TEST_CASE("epochs: formed when --min-workers are alive, shrunk at once when a process ends, grown when the members ask") {
+  Coordinator c({.port = 0, .min_workers = 2, .heartbeat_timeout = 2s, .first_epoch_grace = 300ms});
+  std::vector<std::unique_ptr<Member>> m;
+  for (int i = 0; i < 3; ++i) m.push_back(std::make_unique<Member>(member_of(c)));
+  std::vector<Epoch> first(3);
+  for (int i = 0; i < 3; ++i) {
+    first[i] = m[i]->next_epoch(0, 5s);
+    m[i]->settle_start(first[i], {}, 5s);
+  }
+  CHECK(first[0].members == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(first[2].rank == 2);
+  CHECK_FALSE(first[0].round.has_value());  // a fresh start
+  CHECK(first[1].gloo_prefix() == "elastic/epoch/1/gloo");
+
+  // worker 2's process ends: its heartbeat connection closes
+  const auto t0 = Clock::now();
+  m[1].reset();
+  Epoch a = m[0]->next_epoch(1, 5s), b = m[2]->next_epoch(1, 5s);
+  const auto noticed = Clock::now() - t0;
+  CHECK(noticed < 500ms);
+  CHECK(a.members == std::vector<std::int64_t>{1, 3});
+  CHECK((a.continuing && b.rank == 1));
+  // the latest round both hold, their digests agreeing: 6 (worker 1 holds 7 as well)
+  std::thread t([&] { m[2]->settle_start(b, {{5, "aa"}, {6, "bb"}}, 5s); });
+  m[0]->settle_start(a, {{6, "bb"}, {7, "cc"}}, 5s);
+  t.join();
+  CHECK(a.round == std::optional<std::int64_t>{6});
+  CHECK(b.round == std::optional<std::int64_t>{6});
+  CHECK(a.donor == 1);
+  CHECK(logged(c, "epoch 2: workers 1,3 (lost worker 2: its connection closed (the process ended))"));
+  CHECK(logged(c, "epoch 2 starts: round 6 donor 1"));
+
+  // a newcomer waits until the members ask to admit it at a round end
+  auto newcomer = std::make_unique<Member>(member_of(c));
+  const auto deadline = Clock::now() + 5s;
+  while (m[0]->waiting() != 1 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  CHECK(m[0]->waiting() == 1);
+  m[0]->ask_switch(2);
+  Epoch x = m[0]->next_epoch(2, 5s), y = m[2]->next_epoch(2, 5s), z = newcomer->next_epoch(0, 5s);
+  CHECK(z.members == std::vector<std::int64_t>{1, 3, 4});
+  CHECK((z.rank == 2 && !z.continuing && x.continuing));
+  std::thread u([&] { m[2]->settle_start(y, {{9, "dd"}}, 5s); });
+  std::thread v([&] { newcomer->settle_start(z, {}, 5s); });
+  m[0]->settle_start(x, {{9, "dd"}}, 5s);
+  u.join();
+  v.join();
+  CHECK(z.round == std::optional<std::int64_t>{9});
+  CHECK(z.donor == 1);
+  CHECK(logged(c, "epoch 3: workers 1,3,4 (admitted at the members' request)"));
+
+  // members whose states of the chosen round differ: every one learns it
+  m[2].reset();
+  Epoch p = m[0]->next_epoch(3, 5s), q = newcomer->next_epoch(3, 5s);
+  CHECK(p.members == std::vector<std::int64_t>{1, 4});
+  std::optional<std::string> other;
+  std::thread w([&] {
+    try {
+      newcomer->settle_start(q, {{12, "ee"}}, 5s);
+    } catch (const cocod::DistributedError& e) {
+      other = e.what();
+    }
+  });
+  CHECK_THROWS_WITH_AS(m[0]->settle_start(p, {{12, "ff"}}, 5s),
+                       "cocod::elastic: epoch 4: the members' states of round 12 differ (2 digests)", cocod::DistributedError);
+  w.join();
+  CHECK(other == std::optional<std::string>{"cocod::elastic: epoch 4: the members' states of round 12 differ (2 digests)"});
+  INFO(joined(c.log()));
+}
+
+TEST_CASE("below --min-workers the run waits; a worker that never beats again is expelled after the timeout") {
+  Coordinator c({.port = 0, .min_workers = 2, .heartbeat_timeout = 300ms});
+  Member a(member_of(c));
+  CHECK(await_log(c, "waiting: 1 of --min-workers 2 workers alive", 2s));
+  Member b(member_of(c));
+  Epoch e = a.next_epoch(0, 5s);
+  CHECK(e.members.size() == 2);
+  INFO(joined(c.log()));
+}
+
+TEST_CASE("a stopped worker process is expelled after the heartbeat timeout; woken, it is told and ends") {
+  Coordinator c({.port = 0, .min_workers = 1, .heartbeat_timeout = 400ms});
+  const std::string address = "127.0.0.1:" + std::to_string(c.port());
+  std::vector<std::string> args{self_path, "--member", address};
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, self_path.c_str(), nullptr, nullptr, argv.data(), environ) == 0);
+  REQUIRE(await_log(c, "epoch 1: workers 1", 10s));
+  ::kill(pid, SIGSTOP);
+  const auto stopped = Clock::now();
+  CHECK(await_log(c, "worker 1: no heartbeat for 400 ms", 3s));
+  CHECK(Clock::now() - stopped > 350ms);
+  ::kill(pid, SIGCONT);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);  // told it was expelled (see member_main)
+  INFO(joined(c.log()));
+}
+
+TEST_CASE("the coordinator's end is every member's clear error") {
+  auto c = std::make_unique<Coordinator>(CoordinatorOptions{.port = 0, .min_workers = 1, .heartbeat_timeout = 2s});
+  Member a(member_of(*c));
+  a.next_epoch(0, 5s);
+  c.reset();
+  const auto deadline = Clock::now() + 3s;
+  std::string error;
+  while (error.empty() && Clock::now() < deadline) {
+    try {
+      a.check();
+    } catch (const cocod::CommunicationError& e) {
+      error = e.what();
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(error.find("cocod::elastic: the coordinator at 127.0.0.1:") != std::string::npos);
+  CHECK(error.find("is gone") != std::string::npos);
+  CHECK_THROWS_AS(Coordinator({.port = 0, .min_workers = 0}), std::invalid_argument);
+}
+
+// As a member process: "--member HOST:PORT": joins, then checks every 20 ms whether it was
+// expelled; exits 3 when told (printing why), 4 after 30 s.
+int member_main(const char* address) {
+  Member m({.coordinator = address, .heartbeat_interval = 50ms, .connect_timeout = 10s});
+  const auto until = Clock::now() + 30s;
+  while (Clock::now() < until) {
+    try {
+      m.check();
+    } catch (const cocod::elastic::Expelled& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 3;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return 4;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--member") return member_main(argv[2]);
+  char path[4096] = {};
+  if (::readlink("/proc/self/exe", path, sizeof path - 1) <= 0) return 5;
+  self_path = path;
+  doctest::Context context(argc, argv);
+  return context.run();
+}
