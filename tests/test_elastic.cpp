@@ -6,21 +6,30 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cocod.hpp>
 #include <cocod/elastic/coordinator.hpp>
 #include <cocod/elastic/membership.hpp>
+#include <cocod/elastic/train.hpp>
 
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support.hpp"
 
 extern char** environ;
 
@@ -107,7 +116,7 @@ TEST_CASE("epochs: formed when --min-workers are alive, shrunk at once when a pr
   v.join();
   CHECK(z.round == std::optional<std::int64_t>{9});
   CHECK(z.donor == 1);
-  CHECK(logged(c, "epoch 3: workers 1,3,4 (admitted at the members' request)"));
+  CHECK(logged(c, "epoch 3: workers 1,3,4 (admitted 4 at the members' request)"));
 
   // members whose states of the chosen round differ: every one learns it
   m[2].reset();
@@ -178,6 +187,132 @@ TEST_CASE("the coordinator's end is every member's clear error") {
   CHECK(error.find("cocod::elastic: the coordinator at 127.0.0.1:") != std::string::npos);
   CHECK(error.find("is gone") != std::string::npos);
   CHECK_THROWS_AS(Coordinator({.port = 0, .min_workers = 0}), std::invalid_argument);
+}
+
+namespace {
+using Model = cocod_test::LeastSquares<double>;
+
+// One elastic worker as a thread: joins (after `delay`), trains algorithm A on its own data
+// (seeded by its id), and records its final model by id.
+struct Fleet {
+  const Coordinator& coordinator;
+  std::mutex mutex;
+  std::map<std::int64_t, std::vector<double>> models;   // id -> final consensus
+  std::map<std::int64_t, std::string> errors;           // id -> what ended it
+  std::vector<std::thread> threads;
+
+  template <template <class...> class A>
+  void start(const cocod_test::Setup& s, std::size_t steps, cocod::elastic::TrainOptions o,
+             std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&)> fault = {},
+             double learning_rate = 0) {
+    threads.emplace_back([this, s, steps, o, delay, fault, learning_rate]() mutable {
+      std::this_thread::sleep_for(delay);
+      std::int64_t id = 0;
+      try {
+        Member m(member_of(coordinator));
+        id = m.id();
+        Model model(50, 13, 500 + static_cast<std::uint64_t>(id));
+        o.hostname = "127.0.0.1";
+        o.stall_timeout = 20s;
+        o.epoch_timeout = 20s;
+        if (fault) o.on_round = [fault](const cocod::RoundStats& r, const Epoch&) { fault(r); };
+        auto setup = s;
+        if (learning_rate > 0) setup.options.learning_rate = learning_rate;
+        using Trainer = A<Model, cocod::comm::Gloo>;
+        const auto result = cocod::elastic::train<Trainer>(m, o, model, cocod::Steps{steps}, [&](auto& opt, cocod::comm::Gloo c) {
+          std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
+                     cocod_test::family_of<Trainer>(setup));
+        });
+        std::lock_guard lock(mutex);
+        if (result.report) models[id] = model.x;
+        else errors[id] = "left";
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex);
+        errors[id] = e.what();
+      }
+    });
+  }
+  void join() {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  }
+};
+
+struct Vanish : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+cocod_test::Setup setup() {
+  return {.options = {.learning_rate = 0.05, .period = 3, .batch_size = 4, .seed = 9}, .sgd = {.momentum = 0.9}, .compress = {.block = 4}};
+}
+
+// The round the log says epoch `e` starts from.
+std::optional<std::size_t> start_round(const Coordinator& c, int e) {
+  const std::string head = "epoch " + std::to_string(e) + " starts: round ";
+  for (const auto& line : c.log())
+    if (line.rfind(head, 0) == 0) return std::stoul(line.substr(head.size()));
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("elastic training with a fixed membership gives the iterates of comm::Threads, bit for bit") {
+  Coordinator c({.port = 0, .min_workers = 3, .first_epoch_grace = 200ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  for (int i = 0; i < 3; ++i) fleet.start<cocod::Optimizer>(setup(), 40, {}, i * 50ms);
+  fleet.join();
+  std::vector<std::vector<double>> threads(3);
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads t) {
+    Model model(50, 13, 501 + static_cast<std::uint64_t>(t.rank()));
+    cocod::Optimizer<Model, cocod::comm::Threads> opt{t, setup().options, cocod::update::Sgd{.momentum = 0.9}};
+    opt.optimize(model, cocod::Steps{40});
+    threads[static_cast<std::size_t>(t.rank())] = model.x;
+  });
+  REQUIRE(fleet.models.size() == 3);
+  for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, threads[0]));
+  INFO(joined(c.log()));
+}
+
+TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they hold, as a scripted leave there") {
+  std::vector<double> lost_run;
+  std::size_t R = 0;
+  {
+    Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+    Fleet fleet{c, {}, {}, {}, {}};
+    // (started apart, so that ids follow the order: the data of a worker follows its id)
+    fleet.start<cocod::Optimizer>(setup(), 60, {});
+    fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms);
+    fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms, [](const cocod::RoundStats& r) {
+      if (r.round == 5) throw Vanish("vanished");
+    });
+    fleet.join();
+    INFO(joined(c.log()));
+    REQUIRE(fleet.models.size() == 2);
+    const auto& a = fleet.models.begin()->second;
+    for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, a));  // every survivor ends with the same model
+    REQUIRE(start_round(c, 2).has_value());
+    R = *start_round(c, 2);
+    CHECK((R == 5 || R == 6));  // the vanished worker's last round end (6 rounds done), or the one before
+    CHECK(logged(c, "epoch 2: workers"));
+    lost_run = a;
+  }
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  cocod::elastic::TrainOptions replay;
+  replay.script = {R};
+  cocod::elastic::TrainOptions leave;
+  leave.leave_after_round = R;
+  fleet.start<cocod::Optimizer>(setup(), 60, replay);
+  fleet.start<cocod::Optimizer>(setup(), 60, replay, 50ms);
+  fleet.start<cocod::Optimizer>(setup(), 60, leave, 100ms);
+  fleet.join();
+  INFO(joined(c.log()));
+  for (const auto& [id, e] : fleet.errors) INFO(id, ": ", e);
+  REQUIRE(fleet.models.size() == 2);
+  for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, lost_run));
 }
 
 // As a member process: "--member HOST:PORT": joins, then checks every 20 ms whether it was

@@ -11,8 +11,8 @@
 // Keys (under `prefix`, default "elastic/"): next_id; worker/<id>/beat, worker/<id>/closed,
 // worker/<id>/expelled; epoch (the latest); epoch/<e>/members ("3,1,4": rank order),
 // epoch/<e>/held/<id> (what a continuing member holds: "round:digest ..."), epoch/<e>/start
-// ("fresh", "round R donor D", or "error: ..."), epoch/<e>/switch (a request to admit the
-// waiting workers); log (the membership log).
+// ("fresh", "round R donor D", or "error: ..."), epoch/<e>/switch (the members ended epoch e at
+// a round end: the next one forms, with the waiting workers); waiting (how many wait); log.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -130,7 +130,8 @@ class Coordinator {
       const std::int64_t beats = value_int(all, key(base + "/beat"));
       if (beats != w.beats) w.beats = beats, w.last_beat = now;
       std::string why;
-      if (!get(all, base + "/closed").empty()) why = "its connection closed (the process ended)";
+      if (!get(all, base + "/leaving").empty()) why = "it left at a round end";
+      else if (!get(all, base + "/closed").empty()) why = "its connection closed (the process ended)";
       else if (now - w.last_beat > options_.heartbeat_timeout)
         why = "no heartbeat for " + std::to_string(options_.heartbeat_timeout.count()) + " ms";
       if (why.empty()) continue;
@@ -156,7 +157,7 @@ class Coordinator {
 
     const bool lost = survivors.size() != members_.size();
     const bool switch_asked = epoch_ > 0 && !get(all, "epoch/" + std::to_string(epoch_) + "/switch").empty();
-    if (epoch_ == 0 || lost || (switch_asked && !waiting.empty())) {
+    if (epoch_ == 0 || lost || switch_asked) {
       std::vector<std::int64_t> next = survivors;
       next.insert(next.end(), waiting.begin(), waiting.end());
       const bool settled = epoch_ > 0 || now - last_join_ >= options_.first_epoch_grace;
@@ -180,7 +181,13 @@ class Coordinator {
     std::string line = "epoch " + e + ": workers " + list;
     if (!why.empty()) line += " (lost " + why + ")";
     else if (lost) line += " (a member was lost)";
-    else if (epoch_ > 1) line += " (admitted at the members' request)";
+    else if (epoch_ > 1) {
+      std::string joiners;
+      for (std::int64_t id : next)
+        if (std::find(continuing.begin(), continuing.end(), id) == continuing.end())
+          joiners += (joiners.empty() ? "" : ",") + std::to_string(id);
+      line += joiners.empty() ? " (at the members' request)" : " (admitted " + joiners + " at the members' request)";
+    }
     lost_.clear();
     members_ = next;
     continuing_ = epoch_ == 1 ? std::vector<std::int64_t>{} : continuing;

@@ -31,6 +31,13 @@ class Expelled : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The epoch a worker was settling was replaced by a newer one before it started (a member was
+/// lost meanwhile): the worker goes on to the next.
+class Superseded : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// One membership epoch as a worker sees it.
 struct Epoch {
   std::int64_t number = 0;
@@ -115,7 +122,7 @@ class Member {
       for (const auto& [round, digest] : held) text += std::to_string(round) + ":" + digest + " ";
       store_->set(key(e + "/held/" + std::to_string(id_)), std::vector<char>(text.begin(), text.end()));
     }
-    const std::string start = wait_for(e + "/start", Clock::now() + timeout);
+    const std::string start = wait_for(e + "/start", Clock::now() + timeout, epoch.number);
     if (start.rfind("error: ", 0) == 0)
       throw DistributedError("cocod::elastic: epoch " + std::to_string(epoch.number) + ": " + start.substr(7));
     if (start == "fresh") return;
@@ -126,6 +133,9 @@ class Member {
     epoch.round = round;
   }
 
+  /// This worker leaves the run (at a round end, by script): the coordinator forms the next
+  /// epoch without it.
+  void leave() { store_->set(key(worker() + "/leaving"), {'1'}); }
   /// How many workers wait to be admitted.
   [[nodiscard]] std::int64_t waiting() { return value(store_->try_get(key("waiting"))); }
   /// Asks the coordinator to admit the waiting workers into the epoch after `epoch` (the members
@@ -149,11 +159,15 @@ class Member {
   [[nodiscard]] std::string worker() const { return "worker/" + std::to_string(id_); }
   static std::int64_t value(const std::optional<std::vector<char>>& v) { return v ? comm::tcp::value_int(*v) : 0; }
 
-  // Waits for a key, checking between short waits whether this worker was expelled.
-  std::string wait_for(const std::string& k, Clock::time_point deadline) {
+  // Waits for a key, checking between short waits whether this worker was expelled (and, with
+  // `epoch`, whether a newer epoch replaced that one).
+  std::string wait_for(const std::string& k, Clock::time_point deadline, std::int64_t epoch = 0) {
     for (;;) {
       check();
       if (auto v = store_->try_get(key(k))) return std::string(v->begin(), v->end());
+      if (epoch > 0)
+        if (auto v = store_->try_get(key("epoch")); v && std::stoll(std::string(v->begin(), v->end())) > epoch)
+          throw Superseded("cocod::elastic: epoch " + std::to_string(epoch) + " was replaced before it started");
       if (Clock::now() > deadline)
         throw CommunicationError("cocod::elastic: worker " + std::to_string(id_) + ": the coordinator did not set '" + k + "' in time");
       std::unique_lock lock(mutex_);

@@ -115,7 +115,11 @@ class Engine {
  private:
   // Runs one collective on the communication thread.
   void execute(const Collective& c) {
-    if (!broken_.empty()) throw Aborted("cocod::comm::Gloo: collective aborted: " + broken_);
+    if (!broken_.empty()) {
+      const std::string what = "cocod::comm::Gloo: collective aborted: " + broken_;
+      if (lost_peer_) throw PeerLost(what);  // still the lost peer, whichever collective sees it first
+      throw Aborted(what);
+    }
     if (size() == 1) return local(c);
     const auto since = Clock::now();
     try {
@@ -216,6 +220,9 @@ class Engine {
   // Breaks the communicator (a Gloo context is not usable after a failure) and throws what the
   // worker should see: a peer's own error when it left one in the store, else what happened.
   [[noreturn]] void fail(const Collective& c, Clock::time_point since, const std::string& gloo_reason) {
+    // This context is done: its connections close now, so that a peer waiting on this rank (not
+    // on the one that failed) fails at once too, instead of at its stall timeout.
+    abort();
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since);
     const std::string what = comm::detail::describe(c);
     if (waited >= options_.stall_timeout) {
@@ -235,6 +242,7 @@ class Engine {
       throw Aborted("cocod::comm::Gloo: " + peer_error);
     }
     broken_ = "rank " + std::to_string(rank()) + " lost a peer during " + what + " (" + gloo_reason + ")";
+    lost_peer_ = true;
     throw PeerLost("cocod::comm::Gloo: " + broken_);
   }
 
@@ -244,6 +252,7 @@ class Engine {
   std::vector<Header> headers_;
   std::vector<char> send_, recv_;  // the all-reduce's staging; the communication thread's alone
   std::string broken_;             // why no collective may run any more; the communication thread's
+  bool lost_peer_ = false;         // ... because a peer was lost
   Queue queue_;
   std::thread thread_;
 };

@@ -1,0 +1,197 @@
+#pragma once
+// A worker's states at its last round ends, in memory and in the checkpoint format (sections
+// with CRC, settings compared), for elastic runs: Trainer::save(model, snapshots) keeps one
+// (no collective, no file), and Trainer::resume(model, snapshots, stop) continues a run in a new
+// membership epoch from round R of the plan the coordinator chose: x = the weighted average of
+// the continuing workers' models at R (weights renormalized over them: only a lost worker's
+// contribution goes), their step and round counters; the data as the new workers shard it; the
+// local update's state, the algorithm's, the sampler and the schedule's plan start anew, as a
+// resume with ResumeOptions::workers_may_change does from files. A newcomer checks the donor's
+// state against its own settings first: one with other options is refused by name
+// (CheckpointError on the newcomer; elastic::Refused on the others, who go on without it).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cocod/algorithm/trainer.hpp"
+#include "cocod/checkpoint/format.hpp"
+#include "cocod/checkpoint/header.hpp"
+#include "cocod/checkpoint/store.hpp"
+#include "cocod/errors.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/checkpoint/detail/state.hpp"
+#undef COCOD_INTERNAL_INCLUDE
+
+namespace cocod::elastic {
+
+/// The members of a new epoch refused a newcomer whose settings differ from the run's (it ends
+/// with the CheckpointError naming what differs); they go on to the next epoch without it.
+class Refused : public Aborted {
+ public:
+  using Aborted::Aborted;
+};
+
+/// A cheap handle (copies share the states): the states of this worker's last `keep` round ends.
+class Snapshots {
+ public:
+  struct State {
+    std::size_t round = 0, step = 0;
+    std::vector<std::byte> bytes;  // the checkpoint-format file of this worker
+    std::uint32_t crc = 0;
+  };
+  /// Where the next resume() starts: nullopt for a fresh run; else round R, and the rank (in the
+  /// new epoch) whose state the newcomers check their settings against.
+  struct Plan {
+    std::optional<std::size_t> round;
+    int donor = 0;
+    std::int64_t epoch = 0;
+  };
+
+  explicit Snapshots(std::size_t keep = 2) : data_(std::make_shared<Data>()) { data_->keep = keep < 1 ? 1 : keep; }
+
+  void plan(Plan p) { data_->plan = p; }
+  [[nodiscard]] const Plan& plan() const noexcept { return data_->plan; }
+  /// The states held, oldest first.
+  [[nodiscard]] const std::deque<State>& held() const noexcept { return data_->states; }
+  [[nodiscard]] const State* at(std::size_t round) const noexcept {
+    for (const State& s : data_->states)
+      if (s.round == round) return &s;
+    return nullptr;
+  }
+  /// Keeps `s` (replacing a state of the same round), dropping the oldest beyond `keep`.
+  void add(State s) const {
+    auto& q = data_->states;
+    while (!q.empty() && q.back().round >= s.round) q.pop_back();
+    q.push_back(std::move(s));
+    while (q.size() > data_->keep) q.pop_front();
+  }
+  /// Drops every state (a worker that starts anew).
+  void clear() const { data_->states.clear(); }
+
+ private:
+  struct Data {
+    std::size_t keep = 2;
+    std::deque<State> states;
+    Plan plan;
+  };
+  std::shared_ptr<Data> data_;
+};
+
+namespace snapshot_detail {
+
+// Bytes through a communicator that moves floats and doubles: 8 bytes per double.
+inline std::vector<double> pack(std::span<const std::byte> b) {
+  std::vector<double> out((b.size() + 7) / 8, 0.0);
+  if (!b.empty()) std::memcpy(out.data(), b.data(), b.size());
+  return out;
+}
+
+template <class Run, class Rule, class Settings>
+class Session {
+  using Span = typename Run::Span;
+  using T = typename Run::T;
+
+ public:
+  Session(const Snapshots& store, Run& run, Rule& rule, const Settings& settings)
+      : store_(store), run_(run), state_(run, rule, settings) {}
+
+  template <class Model>
+  void save(Model& model) {
+    const auto& pos = run_.loop().pos();
+    Snapshots::State s{pos.round, pos.step, state_.save(model, run_.parameters(model, "save")), 0};
+    s.crc = checkpoint::crc32(s.bytes);
+    store_.add(std::move(s));
+  }
+
+  template <class Model>
+  Resumed resume(Model& model, const std::function<void()>& begin, ResumeOptions) {
+    const Snapshots::Plan& plan = store_.plan();
+    if (!plan.round) {
+      store_.clear();
+      begin();
+      return {};
+    }
+    auto& comm = run_.reducer().comm();
+    const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
+    const Snapshots::State* own = store_.at(*plan.round);
+    // The donor's state, to every worker (its settings and counters; the newcomers' model state).
+    double size[1] = {own && comm.rank() == plan.donor ? static_cast<double>(own->bytes.size()) : 0.0};
+    comm.broadcast(std::span<double>(size), plan.donor);
+    std::vector<double> packed = comm.rank() == plan.donor ? pack(own->bytes) : std::vector<double>((static_cast<std::size_t>(size[0]) + 7) / 8);
+    comm.broadcast(std::span<double>(packed), plan.donor);
+    std::vector<std::byte> donor_bytes(static_cast<std::size_t>(size[0]));
+    std::memcpy(donor_bytes.data(), packed.data(), donor_bytes.size());
+    const std::string name = "in-memory state of round " + std::to_string(*plan.round) + " (epoch " + std::to_string(plan.epoch) + ")";
+    const checkpoint::FileReader donor(donor_bytes, name);
+    const checkpoint::Header h = checkpoint::read_header(donor);
+    Span x = cocod::detail::ModelCalls<Model>::parameters(model);
+    // Each worker checks the donor's settings against its own; the outcome is agreed.
+    std::string refused;
+    try {
+      const checkpoint::CheckpointInfo c{"memory", Rule::name, h.round, h.step, static_cast<int>(h.workers), {}};
+      state_.check(donor, c, x.size(), true, static_cast<int>(h.rank));
+    } catch (const CheckpointError& e) {
+      refused = e.what();
+    }
+    std::vector<double> flags(n, 0.0);
+    flags[rank] = refused.empty() ? 0.0 : 1.0;
+    comm.all_reduce(std::span<double>(flags));
+    for (std::size_t j = 0; j < n; ++j)
+      if (flags[j] != 0.0) {
+        if (!refused.empty()) throw CheckpointError(refused);
+        throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(plan.epoch) +
+                      " was refused: its settings differ from the run's");
+      }
+    // x = sum_j w_j x_j / sum_j w_j over the workers that hold round R (newcomers add nothing).
+    std::vector<T> sum(x.size() + 1, T(0));
+    std::optional<checkpoint::FileReader> mine;
+    if (own) {
+      mine.emplace(own->bytes, name);
+      const auto w = static_cast<T>(checkpoint::read_header(*mine).weight);
+      const auto part = mine->fields("parameters").template values<T>("x", x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) sum[i] = w * part[i];
+      sum[x.size()] = w;
+    }
+    comm.all_reduce(std::span<T>(sum));
+    std::vector<T> consensus(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) consensus[i] = sum[i] / sum[x.size()];
+    cocod::detail::copy_in(x, consensus);
+    if constexpr (StatefulModel<Model>) {
+      const auto s = (mine ? *mine : donor).fields("model").bytes("state");
+      model.load_state(s);
+    }
+    store_.clear();
+    begin();
+    run_.loop().pos().step = static_cast<std::size_t>(h.step);
+    run_.loop().pos().round = static_cast<std::size_t>(h.round);
+    Resumed r{true, static_cast<std::size_t>(h.round), static_cast<std::size_t>(h.step), static_cast<int>(h.workers), name};
+    run_.recorder().resumed(r);
+    run_.emit({.kind = Event::Kind::resumed,
+               .message = "continued from the " + name + " with " + std::to_string(n) + " workers", .path = name});
+    return r;
+  }
+
+ private:
+  const Snapshots& store_;
+  Run& run_;
+  checkpoint::detail::State<Run, Rule, Settings> state_;
+};
+
+}  // namespace snapshot_detail
+
+/// The session of `store` for a trainer's run (found by argument-dependent lookup from
+/// Trainer::save and Trainer::resume).
+template <class Run, class Rule, class Settings>
+snapshot_detail::Session<Run, Rule, Settings> checkpoint_session(const Snapshots& store, Run& run, Rule& rule,
+                                                                 const Settings& settings) {
+  return {store, run, rule, settings};
+}
+
+}  // namespace cocod::elastic
