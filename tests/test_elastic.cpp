@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -313,6 +314,80 @@ TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they
   for (const auto& [id, e] : fleet.errors) INFO(id, ": ", e);
   REQUIRE(fleet.models.size() == 2);
   for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, lost_run));
+}
+
+namespace {
+// Members that wait, at round end `at`, until a newcomer waits to be admitted (so that the
+// scripted admission finds it there).
+std::function<void(const cocod::RoundStats&)> hold_until_waiting(const Coordinator& c, std::size_t at) {
+  return [&c, at, held = std::make_shared<bool>(false)](const cocod::RoundStats& r) {
+    if (r.round + 1 != at || std::exchange(*held, true)) return;
+    const auto deadline = Clock::now() + 10s;
+    while (c.waiting() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  };
+}
+
+// 3 workers; worker 3 leaves after round 3; worker 4 joins and is admitted after round 6. Every
+// worker that finishes ends with the same model; returns it.
+template <template <class...> class A>
+std::vector<double> leave_and_join(const cocod_test::Setup& s) {
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  cocod::elastic::TrainOptions member, leaver;
+  member.script = {3, 6};
+  leaver.leave_after_round = 3;
+  fleet.start<A>(s, 40, member, 0ms, hold_until_waiting(c, 6));
+  fleet.start<A>(s, 40, member, 50ms, hold_until_waiting(c, 6));
+  fleet.start<A>(s, 40, leaver, 100ms);
+  while (!logged(c, "starts: round 3 donor 1")) std::this_thread::sleep_for(2ms);
+  cocod::elastic::TrainOptions joiner;
+  joiner.script = {6};
+  fleet.start<A>(s, 40, joiner);
+  fleet.join();
+  INFO(joined(c.log()));
+  for (const auto& [id, e] : fleet.errors) INFO(id, ": ", e);
+  CHECK(logged(c, "workers 1,2 (lost worker 3: it left at a round end)"));
+  CHECK(logged(c, "starts: round 3 donor 1"));
+  CHECK(logged(c, "workers 1,2,4 (admitted 4 at the members' request)"));
+  CHECK(logged(c, "starts: round 6 donor 1"));
+  REQUIRE(fleet.models.size() == 3);  // 1, 2 and 4 finish
+  const auto& a = fleet.models.begin()->second;
+  for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, a));
+  return a;
+}
+}  // namespace
+
+TEST_CASE("every algorithm and the family's exchanges survive a leave and a join, reproducibly") {
+  auto s = setup();
+  const auto first = leave_and_join<cocod::Optimizer>(s);
+  CHECK(same_bits(leave_and_join<cocod::Optimizer>(s), first));  // the same changes at the same rounds: the same bits
+  leave_and_join<cocod::SyncSGD>(s);
+  leave_and_join<cocod::LocalSGD>(s);
+  leave_and_join<cocod::PipeSGD>(s);
+  leave_and_join<cocod::OverlapLocalSGD>(s);
+  leave_and_join<cocod::DelayedDiLoCo>(s);
+  s.compress.format = cocod::Compression::int8;
+  s.outer = cocod::Outer::diloco();
+  s.fragments.count = 3;
+  leave_and_join<cocod::Optimizer>(s);
+  leave_and_join<cocod::LocalSGD>(s);
+}
+
+TEST_CASE("a newcomer with other settings is refused by name; the members go on without it") {
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  cocod::elastic::TrainOptions member;
+  fleet.start<cocod::Optimizer>(setup(), 60, member, 0ms, hold_until_waiting(c, 1));
+  fleet.start<cocod::Optimizer>(setup(), 60, member, 50ms, hold_until_waiting(c, 1));
+  while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 0ms, {}, 0.01);  // another learning rate
+  fleet.join();
+  INFO(joined(c.log()));
+  REQUIRE(fleet.errors.count(3) == 1);
+  CHECK(fleet.errors[3].find("Options::learning_rate") != std::string::npos);
+  CHECK(fleet.errors[3].find("in-memory state of round") != std::string::npos);
+  CHECK(fleet.models.size() == 2);
+  CHECK(logged(c, "lost worker 3"));
 }
 
 // As a member process: "--member HOST:PORT": joins, then checks every 20 ms whether it was

@@ -11,9 +11,11 @@
 // Keys (under `prefix`, default "elastic/"): next_id; worker/<id>/beat, worker/<id>/closed,
 // worker/<id>/expelled; epoch (the latest); epoch/<e>/members ("3,1,4": rank order),
 // epoch/<e>/held/<id> (what a continuing member holds: "round:digest ..."), epoch/<e>/start
-// ("fresh", "round R donor D", or "error: ..."), epoch/<e>/switch (the members ended epoch e at
+// ("fresh", "round R donor D", or "error: ..."), worker/<id>/finished and finished (the run
+// ended: no more epochs), worker/<id>/leaving (a scripted leave), epoch/<e>/switch (the members ended epoch e at
 // a round end: the next one forms, with the waiting workers); waiting (how many wait); log.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +63,8 @@ class Coordinator {
   ~Coordinator() { stop(); }
 
   [[nodiscard]] int port() const noexcept { return server_.port(); }
+  /// How many workers wait to be admitted (as of the last look at the store).
+  [[nodiscard]] std::int64_t waiting() const noexcept { return waiting_count_.load(); }
   /// The membership log so far, one line per change.
   [[nodiscard]] std::vector<std::string> log() const {
     std::lock_guard lock(mutex_);
@@ -129,6 +133,15 @@ class Coordinator {
       const std::string base = "worker/" + std::to_string(id);
       const std::int64_t beats = value_int(all, key(base + "/beat"));
       if (beats != w.beats) w.beats = beats, w.last_beat = now;
+      if (!get(all, base + "/finished").empty()) {
+        w.gone = true;
+        if (!finished_) {
+          finished_ = true;
+          put("finished", "1");
+          note("epoch " + std::to_string(epoch_) + ": the run finished");
+        }
+        continue;
+      }
       std::string why;
       if (!get(all, base + "/leaving").empty()) why = "it left at a round end";
       else if (!get(all, base + "/closed").empty()) why = "its connection closed (the process ended)";
@@ -149,12 +162,14 @@ class Coordinator {
       if (!w.gone && w.beats >= 0 && std::find(members_.begin(), members_.end(), id) == members_.end()) waiting.push_back(id);
     if (static_cast<std::int64_t>(waiting.size()) != published_waiting_) {
       published_waiting_ = static_cast<std::int64_t>(waiting.size());
+      waiting_count_ = published_waiting_;
       server_.assign(key("waiting"), comm::tcp::int_value(published_waiting_));
     }
     std::vector<std::int64_t> survivors;
     for (std::int64_t id : members_)
       if (!workers_[id].gone) survivors.push_back(id);
 
+    if (finished_) return;
     const bool lost = survivors.size() != members_.size();
     const bool switch_asked = epoch_ > 0 && !get(all, "epoch/" + std::to_string(epoch_) + "/switch").empty();
     if (epoch_ == 0 || lost || switch_asked) {
@@ -190,7 +205,9 @@ class Coordinator {
     }
     lost_.clear();
     members_ = next;
-    continuing_ = epoch_ == 1 ? std::vector<std::int64_t>{} : continuing;
+    continuing_.clear();  // the members that trained before (those of a superseded epoch did not)
+    for (std::int64_t id : continuing)
+      if (started_.count(id)) continuing_.push_back(id);
     pending_start_ = true;
     note(line);
     put("epoch/" + e + "/members", list);
@@ -210,7 +227,7 @@ class Coordinator {
     for (std::int64_t id : continuing_) {
       const std::string held = get(all, "epoch/" + e + "/held/" + std::to_string(id));
       if (held.empty()) return;  // not yet reported
-      std::istringstream in(held);
+      std::istringstream in(held.substr(1));  // (after the mark "v")
       std::string item;
       while (in >> item) {
         const auto colon = item.find(':');
@@ -229,10 +246,12 @@ class Coordinator {
       finish_start(e, "round " + std::to_string(it->first) + " donor " + std::to_string(continuing_.front()));
       return;
     }
-    finish_start(e, "error: the continuing members hold no round in common");
+    note("epoch " + e + ": the continuing members hold no round in common (lost before their first round end)");
+    finish_start(e, "fresh");
   }
   void finish_start(const std::string& e, const std::string& start) {
     pending_start_ = false;
+    started_.insert(members_.begin(), members_.end());
     put("epoch/" + e + "/start", start);
     note("epoch " + e + " starts: " + start);
   }
@@ -247,9 +266,12 @@ class Coordinator {
   mutable std::mutex mutex_;
   std::vector<std::string> log_;
   bool stopping_ = false;
+  std::atomic<std::int64_t> waiting_count_{0};
   // the loop's own
   std::map<std::int64_t, Worker> workers_;
   std::vector<std::int64_t> members_, continuing_;
+  std::set<std::int64_t> started_;  // the workers that began an epoch (hold its states)
+  bool finished_ = false;
   std::vector<std::string> lost_;
   std::int64_t epoch_ = 0, published_waiting_ = -1;
   Clock::time_point last_join_{};

@@ -38,6 +38,12 @@ class Superseded : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The run ended before this worker was admitted to it.
+class RunFinished : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// One membership epoch as a worker sees it.
 struct Epoch {
   std::int64_t number = 0;
@@ -117,11 +123,9 @@ class Member {
   void settle_start(Epoch& epoch, const std::vector<std::pair<std::int64_t, std::string>>& held,
                     std::chrono::milliseconds timeout) {
     const std::string e = "epoch/" + std::to_string(epoch.number);
-    if (epoch.continuing) {
-      std::string text;
-      for (const auto& [round, digest] : held) text += std::to_string(round) + ":" + digest + " ";
-      store_->set(key(e + "/held/" + std::to_string(id_)), std::vector<char>(text.begin(), text.end()));
-    }
+    std::string text = "v";  // (the coordinator reads those of the members that trained before)
+    for (const auto& [round, digest] : held) text += " " + std::to_string(round) + ":" + digest;
+    store_->set(key(e + "/held/" + std::to_string(id_)), std::vector<char>(text.begin(), text.end()));
     const std::string start = wait_for(e + "/start", Clock::now() + timeout, epoch.number);
     if (start.rfind("error: ", 0) == 0)
       throw DistributedError("cocod::elastic: epoch " + std::to_string(epoch.number) + ": " + start.substr(7));
@@ -133,6 +137,8 @@ class Member {
     epoch.round = round;
   }
 
+  /// This worker's run ended (it holds the final model): the coordinator forms no more epochs.
+  void finish() { store_->set(key(worker() + "/finished"), {'1'}); }
   /// This worker leaves the run (at a round end, by script): the coordinator forms the next
   /// epoch without it.
   void leave() { store_->set(key(worker() + "/leaving"), {'1'}); }
@@ -165,6 +171,8 @@ class Member {
     for (;;) {
       check();
       if (auto v = store_->try_get(key(k))) return std::string(v->begin(), v->end());
+      if (store_->try_get(key("finished")))
+        throw RunFinished("cocod::elastic: worker " + std::to_string(id_) + ": the run finished before it was admitted");
       if (epoch > 0)
         if (auto v = store_->try_get(key("epoch")); v && std::stoll(std::string(v->begin(), v->end())) > epoch)
           throw Superseded("cocod::elastic: epoch " + std::to_string(epoch) + " was replaced before it started");

@@ -47,7 +47,8 @@ struct TrainOptions {
   std::size_t snapshot_every = 1;
   /// Scripted membership changes (a replay of a log): at the end of each of these rounds (counted
   /// as rounds completed, as the log's "starts: round R") every member ends its epoch, so that
-  /// the coordinator forms the next one there.
+  /// the coordinator forms the next one there, with the workers that wait then. With a script,
+  /// waiting workers are admitted only there (not at the next agreed round end).
   std::set<std::size_t> script{};
   /// This worker leaves the run once this many rounds completed (a scripted leave).
   std::optional<std::size_t> leave_after_round{};
@@ -79,7 +80,13 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
   TrainResult result;
   std::int64_t after = 0;
   for (;;) {
-    Epoch epoch = member.next_epoch(after, o.epoch_timeout);
+    Epoch epoch;
+    try {
+      epoch = member.next_epoch(after, o.epoch_timeout);
+    } catch (const RunFinished&) {  // it ended before this worker was admitted
+      result.log = member.log();
+      return result;
+    }
     after = epoch.number;
     ++result.epochs;
     std::vector<std::pair<std::int64_t, std::string>> held;
@@ -117,24 +124,26 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
         const std::size_t round = opt->last_round().round + 1;  // rounds completed, as the log counts them
         if (o.on_round) o.on_round(opt->last_round(), epoch);
         const bool scripted = o.script.count(round) > 0 || o.leave_after_round == std::optional<std::size_t>(round);
-        if (opt->checkpoint_agreed() || scripted || (round + 1) % o.snapshot_every == 0) opt->save(model, snapshots);
+        const bool agreed = opt->checkpoint_agreed();  // (save() takes it)
+        if (agreed || scripted || round % o.snapshot_every == 0) opt->save(model, snapshots);
         if (o.leave_after_round == std::optional<std::size_t>(round)) {
           member.leave();
           result.log = member.log();
           return result;  // this worker's connections close: the coordinator forms the next epoch
         }
-        if (opt->checkpoint_agreed() || scripted) {
+        if (agreed || scripted) {
           member.ask_switch(epoch.number);
           ended_epoch = true;
           break;
         }
-        if (epoch.rank == 0 && !asked && member.waiting() > 0) {
+        if (epoch.rank == 0 && !asked && o.script.empty() && member.waiting() > 0) {
           opt->request_checkpoint();  // agreed at a later round end on every member
           asked = true;
         }
       }
       if (ended_epoch) continue;
       result.report = opt->finish(model);
+      member.finish();
       result.log = member.log();
       return result;
     } catch (const PeerLost&) {  // a peer is gone: the next epoch continues without it
