@@ -220,7 +220,7 @@ struct Fleet {
         auto setup = s;
         if (learning_rate > 0) setup.options.learning_rate = learning_rate;
         using Trainer = A<Model, cocod::comm::Gloo>;
-        const auto result = cocod::elastic::train<Trainer>(m, o, model, cocod::Steps{steps}, [&](auto& opt, cocod::comm::Gloo c) {
+        const auto result = cocod::elastic::train<Trainer>(m, o, model, cocod::Steps{steps}, [&](auto& opt, cocod::comm::Gloo c, Model&) {
           std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
                      cocod_test::family_of<Trainer>(setup));
         });

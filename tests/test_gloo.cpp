@@ -284,6 +284,19 @@ TEST_CASE("a worker that stops calling collectives is given up after the stall t
   CHECK(errors[1] != "");  // its peer no longer takes part: it fails too, never hangs
 }
 
+TEST_CASE("after abort() from another thread, every collective fails at once with PeerLost") {
+  const auto errors = run_gloo(2, [](Gloo g) {
+    std::vector<float> a(1000, 1.0f);
+    g.all_reduce(std::span<float>(a));
+    std::thread([g]() mutable { g.abort(); }).join();
+    const auto t0 = Clock::now();
+    CHECK_THROWS_WITH_AS(g.all_reduce(std::span<float>(a)), doctest::Contains("its group was ended (abort)"), cocod::PeerLost);
+    CHECK_THROWS_AS(g.all_reduce(std::span<float>(a)), cocod::PeerLost);
+    CHECK(Clock::now() - t0 < std::chrono::seconds(1));
+  });
+  CHECK(errors == std::vector<std::string>{"", ""});
+}
+
 TEST_CASE("bad settings are refused naming the field; an unreachable store fails within connect_timeout") {
   GlooOptions o = options_for(0, 2, fresh_prefix());
   o.rank = 2;

@@ -19,6 +19,9 @@
 #include "options.hpp"
 #include "run.hpp"
 #include "runners.hpp"
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+#include "elastic.hpp"
+#endif
 #include "table.hpp"
 
 namespace example {
@@ -133,6 +136,14 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
       status = compare_on(GlooRunner{world}, args, parameters, make, evaluate, update);
     });
     return gloo_status != 0 ? gloo_status : status;
+  }
+  if (args.comm == "elastic") {
+    try {
+      return elastic_main(args, make, evaluate, update);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", argc > 0 ? argv[0] : "example", e.what());
+      return 1;
+    }
   }
 #endif
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)

@@ -35,7 +35,11 @@ struct Args {
   std::string store;             // --comm gloo: HOST:PORT of the rendezvous store
   int rank = -1;                 // --comm gloo: this process's rank
   bool serve_store = false;      // --comm gloo: rank 0 serves the store itself
-  std::string hostname;          // --comm gloo: the address the peers reach this process at
+  std::string hostname;          // --comm gloo, elastic: the address the peers reach this process at
+  std::string coordinator;       // --comm elastic: HOST:PORT of the coordinator
+  int min_workers = 0;           // --comm elastic: the least workers in an epoch (0: the coordinator's)
+  std::optional<std::size_t> elastic_leave_after;  // --leave-after-round: a scripted leave
+  std::vector<std::size_t> elastic_script;         // --replay: the rounds of a log's changes
   bool link_given = false;       // --bandwidth or --latency on the command line
   bool auto_period = false;      // --period auto: the smallest k with k*c >= m + 2 sd(m), re-measured
   std::size_t max_period = 32;
@@ -77,6 +81,7 @@ inline std::vector<std::string> communicators() {
 #endif
 #if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
   c.push_back("gloo");
+  c.push_back("elastic");
 #endif
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
   c.push_back("nccl");
@@ -191,6 +196,7 @@ class Cli {
   struct {
     std::string algo, period, sampling, latency, lr_schedule, overlap_depth = "k", depth_share = "auto";
     std::vector<std::string> slowdown;  // one entry per --slowdown
+    std::string replay;                 // --replay R,...
   } text_;  // options read as text, turned into a_'s fields by settings()
   bool no_progress_ = false;
   std::string program_ = "example";
@@ -234,7 +240,8 @@ inline void Cli::add_link() {
   comm_help += "; mpi: one worker per MPI process under mpiexec";
 #endif
 #if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
-  comm_help += ";\ngloo: one worker per process (--rank of --workers), over TCP, found through --store";
+  comm_help += ";\ngloo: one worker per process (--rank of --workers), over TCP, found through --store;\n"
+               "elastic: one worker per process of a run whose workers may come and go (--coordinator)";
 #endif
 #if defined(COCOD_HAS_NCCL) && defined(__CUDACC__)
   comm_help += "; nccl: one worker per GPU";
@@ -276,9 +283,22 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
       ->type_name("R")->check(cli::whole(0, 4095))->group(g);
   app_.add_flag("--serve-store", a_.serve_store, "with --comm gloo: rank 0 serves the store at --store's port")->group(g);
   app_.add_option("--hostname", a_.hostname,
-                  "with --comm gloo: the address the other processes reach this one at\n"
+                  "with --comm gloo or elastic: the address the other processes reach this one at\n"
                   "(default: this machine's host name)")
       ->type_name("HOST")->group(g);
+  app_.add_option("--coordinator", a_.coordinator, "with --comm elastic: HOST:PORT of the cocod-coordinator program")
+      ->type_name("HOST:PORT")->group(g);
+  app_.add_option("--min-workers", a_.min_workers,
+                  "with --comm elastic: the run waits until this many workers are alive (at the\n"
+                  "start and after a loss); default: the coordinator's --min-workers")
+      ->type_name("N")->check(cli::whole(1, 4096))->group(g);
+  app_.add_option("--leave-after-round", a_.elastic_leave_after,
+                  "with --comm elastic: this worker leaves the run once R rounds completed")
+      ->type_name("R")->check(cli::whole(1, 100000000))->group(g);
+  app_.add_option("--replay", text_.replay,
+                  "with --comm elastic: replay a membership log: the members end their epoch\n"
+                  "after these rounds (the log's \"starts: round R\"), and only there")
+      ->type_name("R,...")->group(g);
 #endif
 }
 
@@ -445,8 +465,23 @@ inline Args Cli::settings() const {
     if (a.rank >= a.workers)
       cli::refuse(program_, "--rank " + std::to_string(a.rank) + " is not a rank of --workers " + std::to_string(a.workers));
   } else {
-    for (const char* flag : {"--store", "--rank", "--serve-store", "--hostname"})
+    for (const char* flag : {"--store", "--rank", "--serve-store"})
       if (given(flag)) cli::refuse(program_, std::string(flag) + " needs --comm gloo");
+  }
+  if (a.comm == "elastic") {
+    if (a.coordinator.empty()) cli::refuse(program_, "--comm elastic needs --coordinator HOST:PORT");
+    if (!given("--algo")) a.algorithms = {"cocod"};
+    if (a.algorithms.size() != 1) cli::refuse(program_, "--comm elastic trains one --algo (got " + std::to_string(a.algorithms.size()) + ")");
+    if (!a.checkpoint.empty()) cli::refuse(program_, "--comm elastic does not take --checkpoint (it keeps its states in memory)");
+    for (const auto& item : cli::split(text_.replay)) {
+      if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9)
+        cli::refuse(program_, "--replay takes round numbers, like 12,40 (got '" + text_.replay + "')");
+      a.elastic_script.push_back(std::stoull(item));
+    }
+  } else {
+    for (const char* flag : {"--coordinator", "--min-workers", "--leave-after-round", "--replay"})
+      if (given(flag)) cli::refuse(program_, std::string(flag) + " needs --comm elastic");
+    if (given("--hostname") && a.comm != "gloo") cli::refuse(program_, "--hostname needs --comm gloo or elastic");
   }
   if (a.workers_may_change && !a.resume) cli::refuse(program_, "--workers-may-change needs --resume");
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)

@@ -10,7 +10,9 @@
 // DistributedError on every rank), and GlooOptions::stall_timeout ends a collective that waits
 // too long with cocod::Aborted. Unlike MPI, a lost peer does not end the survivors' processes:
 // their collective throws cocod::PeerLost (or, when the peer failed in Gloo::run, cocod::Aborted
-// with the peer's own error), and the survivors may go on in a new communicator.
+// with the peer's own error), and the survivors may go on in a new communicator. (So that a
+// write to a lost peer fails instead of ending the process, comm::Gloo ignores SIGPIPE unless
+// the program set a handler of its own.)
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -130,6 +132,12 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
   [[nodiscard]] Request all_gather_async(std::span<const std::byte> send, std::span<std::byte> recv) {
     return Request(engine_.get(), engine_->post(bytes(detail::Op::all_gather, "cocod::comm::Gloo::all_gather_async", send, recv)));
   }
+
+  /// From any thread: every later collective fails at once with cocod::PeerLost (one already
+  /// waiting for a peer ends when that peer's connection closes, or at the stall timeout: Gloo
+  /// cannot cancel it); the peers' fail once this communicator is destroyed. For a worker told
+  /// from elsewhere that its group is gone (an elastic run's coordinator formed the next epoch).
+  void abort() noexcept { engine_->abort(); }
 
   /// Device buffers (needs <cocod/backend/cuda.hpp>): staged through host memory.
   using StagedDeviceCollectives::all_reduce;

@@ -170,17 +170,20 @@ class Coordinator {
       if (!workers_[id].gone) survivors.push_back(id);
 
     if (finished_) return;
+    int min_workers = options_.min_workers;  // and the largest wish of a worker alive
+    for (const auto& [id, w] : workers_)
+      if (!w.gone) min_workers = std::max<int>(min_workers, static_cast<int>(value_int(all, key("worker/" + std::to_string(id) + "/min_workers"))));
     const bool lost = survivors.size() != members_.size();
     const bool switch_asked = epoch_ > 0 && !get(all, "epoch/" + std::to_string(epoch_) + "/switch").empty();
     if (epoch_ == 0 || lost || switch_asked) {
       std::vector<std::int64_t> next = survivors;
       next.insert(next.end(), waiting.begin(), waiting.end());
       const bool settled = epoch_ > 0 || now - last_join_ >= options_.first_epoch_grace;
-      const bool enough = static_cast<int>(next.size()) >= options_.min_workers;
+      const bool enough = static_cast<int>(next.size()) >= min_workers;
       if (enough && settled) form(next, survivors, lost);
       else if (!enough && waiting_noted_ != static_cast<std::int64_t>(next.size())) {
         waiting_noted_ = static_cast<std::int64_t>(next.size());
-        note("waiting: " + std::to_string(next.size()) + " of --min-workers " + std::to_string(options_.min_workers) + " workers alive");
+        note("waiting: " + std::to_string(next.size()) + " of --min-workers " + std::to_string(min_workers) + " workers alive");
       }
     }
     if (pending_start_) choose_start(all);

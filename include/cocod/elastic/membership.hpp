@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,9 @@ struct MemberOptions {
   std::chrono::milliseconds heartbeat_interval = std::chrono::milliseconds(200);
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(60);
   std::string prefix = "elastic/";
+  /// The least number of workers this worker wants in an epoch (the coordinator takes the
+  /// largest such wish of the workers alive, and its own --min-workers); 0: no wish.
+  int min_workers = 0;
 };
 
 class Member {
@@ -78,6 +82,7 @@ class Member {
         heart_(std::make_unique<comm::TcpStore>(options_.coordinator, options_.connect_timeout)) {
     id_ = store_->add(key("next_id"), 1);
     heart_->claim(key(worker() + ""));
+    if (options_.min_workers > 0) store_->add(key(worker() + "/min_workers"), options_.min_workers);
     heart_->add(key(worker() + "/beat"), 1);
     beat_ = std::thread([this] { beat(); });
   }
@@ -137,11 +142,25 @@ class Member {
     epoch.round = round;
   }
 
+  /// While this worker trains in `epoch`, the heartbeat calls `abort` once if the coordinator
+  /// formed a newer epoch (a member was expelled: the collective in flight may wait for it).
+  void watch(std::int64_t epoch, std::function<void()> abort) {
+    std::lock_guard lock(mutex_);
+    watched_ = epoch;
+    abort_ = std::move(abort);
+  }
+  void unwatch() { watch(0, {}); }
+
   /// This worker's run ended (it holds the final model): the coordinator forms no more epochs.
   void finish() { store_->set(key(worker() + "/finished"), {'1'}); }
   /// This worker leaves the run (at a round end, by script): the coordinator forms the next
   /// epoch without it.
   void leave() { store_->set(key(worker() + "/leaving"), {'1'}); }
+  /// Whether the coordinator formed an epoch after `epoch` (this worker's group was replaced).
+  [[nodiscard]] bool replaced(std::int64_t epoch) {
+    auto v = store_->try_get(key("epoch"));
+    return v && std::stoll(std::string(v->begin(), v->end())) > epoch;
+  }
   /// How many workers wait to be admitted.
   [[nodiscard]] std::int64_t waiting() { return value(store_->try_get(key("waiting"))); }
   /// Asks the coordinator to admit the waiting workers into the epoch after `epoch` (the members
@@ -188,13 +207,19 @@ class Member {
     while (!cv_.wait_for(lock, options_.heartbeat_interval, [&] { return leaving_; })) {
       lock.unlock();
       std::string expelled, error;
+      std::int64_t newest = 0;
       try {
         heart_->add(key(worker() + "/beat"), 1);
         if (auto v = heart_->try_get(key(worker() + "/expelled"))) expelled.assign(v->begin(), v->end());
+        if (auto v = heart_->try_get(key("epoch"))) newest = std::stoll(std::string(v->begin(), v->end()));
       } catch (const std::exception& e) {
         error = std::string("cocod::elastic: the coordinator at ") + options_.coordinator + " is gone (" + e.what() + ")";
       }
       lock.lock();
+      if (watched_ > 0 && newest > watched_ && abort_) {
+        abort_();  // (noexcept: closes the epoch's connections)
+        abort_ = {};
+      }
       if (!expelled.empty()) expelled_ = expelled;
       if (!error.empty()) heart_error_ = error;
       if (!error.empty() || !expelled.empty()) return;
@@ -210,6 +235,8 @@ class Member {
   std::condition_variable cv_;
   bool leaving_ = false;
   std::string expelled_, heart_error_;
+  std::int64_t watched_ = 0;
+  std::function<void()> abort_;
   std::thread beat_;
 };
 

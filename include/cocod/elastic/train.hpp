@@ -10,7 +10,7 @@
 //     cocod::elastic::Member member({.coordinator = "node0:29500"});
 //     const cocod::Report report = cocod::elastic::train<cocod::CoCoDSGD<Model, cocod::comm::Gloo>>(
 //         member, {}, model, cocod::Epochs{10},
-//         [&](auto& opt, cocod::comm::Gloo comm) { opt.emplace(comm, options); });
+//         [&](auto& opt, cocod::comm::Gloo comm, Model&) { opt.emplace(comm, options); });
 //
 // For a fixed membership nothing changes: the iterates are those of the same trainer on
 // comm::Gloo (or comm::Threads). With changes, a run is reproducible given its membership log:
@@ -69,7 +69,9 @@ inline std::string digest_of(const Snapshots::State& s) { return "step" + std::t
 }  // namespace train_detail
 
 /// Trains `model` as a worker of the elastic run `member` joined, until `stop`: the trainer of
-/// each epoch is built by construct(std::optional<Trainer>&, comm::Gloo) (emplace it). Returns
+/// each epoch is built by construct(std::optional<Trainer>&, comm::Gloo, Model&) (emplace it; it
+/// may also give the model the data shard of its rank among the epoch's workers: the
+/// parameters are then set from the state the epoch continues from). Returns
 /// when the run ended (every member holds the same final consensus), or when this worker left
 /// by script. Throws Expelled if the coordinator expelled this worker, CommunicationError when
 /// the coordinator is gone, and any failure that is not a lost peer (a peer's own error ends
@@ -111,10 +113,15 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
     g.prefix = epoch.gloo_prefix();
     g.hostname = o.hostname;
     g.stall_timeout = o.stall_timeout;
+    struct Unwatch {
+      Member& m;
+      ~Unwatch() { m.unwatch(); }
+    } unwatch{member};
     try {
       comm::Gloo comm(g);
+      member.watch(epoch.number, [comm]() mutable { comm.abort(); });
       std::optional<Trainer> opt;
-      construct(opt, comm);
+      construct(opt, comm, model);
       opt->resume(model, snapshots, stop);
       bool ended_epoch = false, asked = false;
       while (opt->steps_taken() < opt->info().total_steps) {
@@ -148,6 +155,8 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
       return result;
     } catch (const PeerLost&) {  // a peer is gone: the next epoch continues without it
     } catch (const Refused&) {   // a newcomer was refused: the next epoch goes on without it
+    } catch (const Aborted& e) {  // a collective stalled on a member the coordinator expelled meanwhile
+      if (dynamic_cast<const DistributedError*>(&e) || !member.replaced(epoch.number)) throw;
     }
   }
 }

@@ -17,11 +17,15 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,12 +49,21 @@ using comm::detail::Op;
 /// The store key where a failing rank leaves its error for its peers.
 [[nodiscard]] inline std::string failure_key(const GlooOptions& o) { return o.prefix + "/failed"; }
 
+/// Gloo writes to its sockets without MSG_NOSIGNAL: a write to a peer that is gone would end the
+/// process with SIGPIPE instead of failing the collective. Ignored, unless the program set its
+/// own handler.
+inline void ignore_sigpipe() noexcept {
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+}
+
 class Engine {
   using Queue = comm::detail::CollectiveQueue<Collective>;
 
  public:
   Engine(const GlooOptions& options, std::shared_ptr<TcpStore> store)
       : options_(options), store_(std::move(store)), headers_(static_cast<std::size_t>(options.size)) {
+    ignore_sigpipe();
     ::gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     attr.iface = options.interface;
@@ -89,14 +102,11 @@ class Engine {
   bool ready(std::uint64_t ticket) noexcept { return queue_.ready(ticket); }
   void run(const Collective& c) { wait(post(c)); }
 
-  /// Closes every connection now: a collective in flight here fails at once (as it does on the
-  /// peers), so that the communication thread can be joined. After a failure only.
-  void abort() noexcept {
-    try {
-      context_->closeConnections();
-    } catch (...) {
-    }
-  }
+  /// Every later collective fails at once (cocod::PeerLost); the peers' fail once this engine is
+  /// destroyed (its connections close). From any thread. A collective already waiting for a
+  /// peer is not woken (Gloo cannot cancel one): it ends when the peer's connection closes, or
+  /// at the stall timeout.
+  void abort() noexcept { aborted_ = true; }
 
   /// This rank calls no more collectives: a last exchange of descriptions once the posted ones
   /// completed; a peer that calls a collective instead raises DistributedError (here too).
@@ -115,6 +125,10 @@ class Engine {
  private:
   // Runs one collective on the communication thread.
   void execute(const Collective& c) {
+    if (aborted_ && broken_.empty()) {
+      broken_ = "rank " + std::to_string(rank()) + ": its group was ended (abort)";
+      lost_peer_ = true;
+    }
     if (!broken_.empty()) {
       const std::string what = "cocod::comm::Gloo: collective aborted: " + broken_;
       if (lost_peer_) throw PeerLost(what);  // still the lost peer, whichever collective sees it first
@@ -220,9 +234,7 @@ class Engine {
   // Breaks the communicator (a Gloo context is not usable after a failure) and throws what the
   // worker should see: a peer's own error when it left one in the store, else what happened.
   [[noreturn]] void fail(const Collective& c, Clock::time_point since, const std::string& gloo_reason) {
-    // This context is done: its connections close now, so that a peer waiting on this rank (not
-    // on the one that failed) fails at once too, instead of at its stall timeout.
-    abort();
+    abort();  // this context is done: nothing may wait on it any more
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since);
     const std::string what = comm::detail::describe(c);
     if (waited >= options_.stall_timeout) {
@@ -253,6 +265,7 @@ class Engine {
   std::vector<char> send_, recv_;  // the all-reduce's staging; the communication thread's alone
   std::string broken_;             // why no collective may run any more; the communication thread's
   bool lost_peer_ = false;         // ... because a peer was lost
+  std::atomic<bool> aborted_{false};  // abort() was called (from any thread)
   Queue queue_;
   std::thread thread_;
 };

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Elastic runs of an example as processes on loopback, with a coordinator (every run bounded by
+# timeouts):
+#  1. 4 workers (--min-workers 3); one is killed with SIGKILL at a seeded random moment: the
+#     survivors go on (the next round completes within a second of the kill), end with the
+#     same digest, and equal the replay of the coordinator's log (--replay / --leave-after-round);
+#  2. the same with a replacement that joins after the kill: admitted, the same digest on all;
+#  3. SIGSTOP of one worker: expelled after the heartbeat timeout, the others go on (once the
+#     collective that waits for it reaches its stall timeout: Gloo cannot cancel it); SIGCONT:
+#     it is told it was expelled and ends;
+#  4. the coordinator killed: every worker ends with one clear error, no hang.
+#   elastic_check.sh EXAMPLE COORDINATOR WORKDIR SEED
+set -euo pipefail
+exe="$1" coord="$2" dir="$3" seed="$4"
+RANDOM=$seed
+rm -rf "$dir" && mkdir -p "$dir"
+fail() { echo "FAILED: $*" >&2; tail -n +1 "$dir"/*.txt >&2 || true; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+args=(--comm elastic --hostname 127.0.0.1 --algo cocod --period 4 --epochs 100 --no-progress --mpi-stall-timeout 30)
+start_coordinator() {  # start_coordinator NAME MIN: sets port and coord_pid
+  port=$(free_port)
+  timeout 300 "$coord" --port "$port" --min-workers "$2" --heartbeat-timeout 1 >"$dir/$1.coordinator.txt" 2>&1 &
+  coord_pid=$!
+  for _ in $(seq 1 100); do grep -q listening "$dir/$1.coordinator.txt" 2>/dev/null && return; sleep 0.02; done
+  fail "the coordinator did not start"
+}
+worker() {  # worker NAME EXTRA...: one worker in the background; sets pid
+  local name=$1
+  shift
+  timeout 300 "$exe" "${args[@]}" --coordinator "127.0.0.1:$port" "$@" >"$dir/$name.txt" 2>&1 &
+  pid=$!
+}
+digests() { grep -h '^model digest' "$@" | sort -u; }
+now() { date +%s.%N; }
+
+# 1. a kill and its replay
+start_coordinator kill 3
+pids=()
+for w in 1 2 3 4; do worker "kill.w$w"; pids+=($pid); sleep 0.2; done  # ids follow the start order
+sleep "$(echo "1.5 + $((RANDOM % 1000)) / 1000" | bc -l)"
+victim=$((RANDOM % 4))
+kill -9 "$(pgrep -P "${pids[$victim]}")"
+killed_at=$(now)
+for i in 0 1 2 3; do [ "$i" -eq "$victim" ] && continue; wait "${pids[$i]}" || fail "worker $((i + 1)) failed"; done
+kill "$coord_pid"; wait "$coord_pid" || true
+want=$(digests "$dir"/kill.w*.txt)
+[ "$(echo "$want" | wc -l)" -eq 1 ] && [ -n "$want" ] || fail "the survivors' digests differ or are missing: $want"
+R=$(sed -n 's/^epoch 2 starts: round \([0-9]*\) .*/\1/p' "$dir/kill.coordinator.txt")
+[ -n "$R" ] || fail "no epoch 2 in the coordinator's log"
+next_round=$(grep -h 'membership epoch 2:' "$dir"/kill.w*.txt | sed -n 's/.*unix time \([0-9.]*\)).*/\1/p' | head -1)
+recovery=$(echo "$next_round - $killed_at" | bc -l)
+echo "elastic: worker $((victim + 1)) killed; epoch 2 continues from round $R; first round of epoch 2 done $(printf %.3f "$recovery") s after the kill"
+(( $(echo "$recovery < 1.0" | bc -l) )) || fail "the survivors took $recovery s to complete a round"
+
+start_coordinator replay 3
+pids=()
+for w in 1 2 3 4; do
+  if [ $((w - 1)) -eq "$victim" ]; then worker "replay.w$w" --leave-after-round "$R"; else worker "replay.w$w" --replay "$R"; fi
+  pids+=($pid); sleep 0.2
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a replaying worker failed"; done
+kill "$coord_pid"; wait "$coord_pid" || true
+got=$(digests "$dir"/replay.w*.txt)
+[ "$got" = "$want" ] || fail "the replay's digest differs: $got / $want"
+echo "elastic: the replay of the log (leave after round $R) gives the same digest: ${want#model digest }"
+
+# 2. a replacement joins after a kill
+start_coordinator join 3
+pids=()
+for w in 1 2 3 4; do worker "join.w$w"; pids+=($pid); sleep 0.2; done
+sleep 1
+kill -9 "$(pgrep -P "${pids[3]}")"
+sleep 0.5
+worker join.w5
+asked=$(now)
+pids[3]=$pid
+for p in "${pids[@]}"; do wait "$p" || fail "a worker of the join run failed"; done
+kill "$coord_pid"; wait "$coord_pid" || true
+grep -q "admitted 5 at the members' request" "$dir/join.coordinator.txt" || fail "the replacement was not admitted"
+got=$(digests "$dir"/join.w*.txt)
+[ "$(echo "$got" | wc -l)" -eq 1 ] || fail "the workers of the join run end with different digests: $got"
+grep -q '^model digest' "$dir/join.w5.txt" || fail "the replacement did not finish the run"
+[ "$(grep -h '^model digest' "$dir"/join.w*.txt | wc -l)" -eq 4 ] || fail "not every worker of the join run finished"
+echo "elastic: a replacement joined after the kill and finished with the others ($(grep -c . "$dir/join.coordinator.txt") log lines)"
+
+# 3. SIGSTOP and SIGCONT
+start_coordinator stop 2
+pids=()
+for w in 1 2 3; do worker "stop.w$w" --mpi-stall-timeout 3; pids+=($pid); sleep 0.2; done
+sleep 1.5
+stopped=$(pgrep -P "${pids[2]}")
+kill -STOP "$stopped"
+for p in 0 1; do wait "${pids[$p]}" || fail "a worker failed after its peer was stopped"; done
+grep -q "lost worker 3: no heartbeat for 1000 ms" "$dir/stop.coordinator.txt" || fail "the stopped worker was not expelled"
+kill -CONT "$stopped"
+if wait "${pids[2]}"; then fail "the expelled worker ended well"; fi
+grep -q "worker 3 was expelled: no heartbeat for 1000 ms" "$dir/stop.w3.txt" || fail "the expelled worker was not told"
+kill "$coord_pid"; wait "$coord_pid" || true
+echo "elastic: a stopped worker was expelled, the others finished; woken, it ended: $(grep -h expelled "$dir/stop.w3.txt")"
+
+# 4. the coordinator killed
+start_coordinator gone 2
+pids=()
+for w in 1 2; do worker "gone.w$w"; pids+=($pid); sleep 0.2; done
+sleep 1.5
+kill -9 "$(pgrep -P "$coord_pid")"  # the coordinator (its parent is timeout)
+t0=$(now)
+for p in "${pids[@]}"; do if wait "$p"; then fail "a worker ended well without its coordinator"; fi; done
+took=$(echo "$(now) - $t0" | bc -l)
+for w in 1 2; do
+  grep -q "127.0.0.1:$port.*\(is gone\|the coordinator stopped\)" "$dir/gone.w$w.txt" || fail "worker $w did not name the lost coordinator"
+done
+echo "elastic: the coordinator killed: both workers ended in $(printf %.1f "$took") s: $(head -1 "$dir/gone.w1.txt")"
