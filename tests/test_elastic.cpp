@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -90,7 +92,7 @@ TEST_CASE("epochs: formed when --min-workers are alive, shrunk at once when a pr
   const auto noticed = Clock::now() - t0;
   CHECK(noticed < 500ms);
   CHECK(a.members == std::vector<std::int64_t>{1, 3});
-  CHECK((a.continuing && b.rank == 1));
+  CHECK(b.rank == 1);
   // the latest round both hold, their digests agreeing: 6 (worker 1 holds 7 as well)
   std::thread t([&] { m[2]->settle_start(b, {{5, "aa"}, {6, "bb"}}, 5s); });
   m[0]->settle_start(a, {{6, "bb"}, {7, "cc"}}, 5s);
@@ -109,7 +111,7 @@ TEST_CASE("epochs: formed when --min-workers are alive, shrunk at once when a pr
   m[0]->ask_switch(2);
   Epoch x = m[0]->next_epoch(2, 5s), y = m[2]->next_epoch(2, 5s), z = newcomer->next_epoch(0, 5s);
   CHECK(z.members == std::vector<std::int64_t>{1, 3, 4});
-  CHECK((z.rank == 2 && !z.continuing && x.continuing));
+  CHECK((z.rank == 2 && x.rank == 0));
   std::thread u([&] { m[2]->settle_start(y, {{9, "dd"}}, 5s); });
   std::thread v([&] { newcomer->settle_start(z, {}, 5s); });
   m[0]->settle_start(x, {{9, "dd"}}, 5s);
@@ -146,6 +148,39 @@ TEST_CASE("below --min-workers the run waits; a worker that never beats again is
   Epoch e = a.next_epoch(0, 5s);
   CHECK(e.members.size() == 2);
   INFO(joined(c.log()));
+}
+
+TEST_CASE("a worker's own --min-workers holds the first epoch; the log file; a worker that comes after the end") {
+  const std::string log = "/tmp/cocod_test_elastic_" + std::to_string(::getpid()) + ".log";
+  std::remove(log.c_str());
+  Coordinator c({.port = 0, .min_workers = 1, .first_epoch_grace = 50ms, .log_path = log});
+  auto wish = member_of(c);
+  wish.min_workers = 2;  // this worker wants a partner
+  Member a(wish);
+  CHECK(await_log(c, "waiting: 1 of --min-workers 2 workers alive", 2s));
+  CHECK_FALSE(logged(c, "epoch 1:"));
+  Member b(member_of(c));
+  Epoch e = a.next_epoch(0, 5s);
+  b.next_epoch(0, 5s);
+  CHECK(e.members == std::vector<std::int64_t>{1, 2});
+  a.finish();
+  CHECK(await_log(c, "epoch 1: the run finished", 2s));
+  Member late(member_of(c));
+  CHECK_THROWS_WITH_AS(late.next_epoch(0, 5s), "cocod::elastic: worker 3: the run finished before it was admitted",
+                       cocod::elastic::RunFinished);
+  std::ifstream file(log);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  CHECK(text == joined(c.log()));  // the file holds the log, line by line
+  std::remove(log.c_str());
+  // and a bad setting of the training loop
+  cocod::elastic::TrainOptions zero;
+  zero.snapshot_every = 0;
+  using Trainer = cocod::Optimizer<cocod_test::LeastSquares<double>, cocod::comm::Gloo>;
+  const auto train_zero = [&] {
+    cocod::elastic::train<Trainer>(late, zero, cocod::Steps{1}, [](int, int) { return cocod_test::LeastSquares<double>(5, 5, 1); },
+                                   [](auto&, cocod::comm::Gloo) {});
+  };
+  CHECK_THROWS_WITH_AS(train_zero(), "cocod::elastic::TrainOptions: snapshot_every must be >= 1 (got 0)", std::invalid_argument);
 }
 
 TEST_CASE("a stopped worker process is expelled after the heartbeat timeout; woken, it is told and ends") {
@@ -212,20 +247,23 @@ struct Fleet {
       try {
         Member m(member_of(coordinator));
         id = m.id();
-        Model model(50, 13, 500 + static_cast<std::uint64_t>(id));
         o.hostname = "127.0.0.1";
         o.stall_timeout = 20s;
         o.epoch_timeout = 20s;
-        if (fault) o.on_round = [fault](const cocod::RoundStats& r, const Epoch&) { fault(r); };
         auto setup = s;
         if (learning_rate > 0) setup.options.learning_rate = learning_rate;
         using Trainer = A<Model, cocod::comm::Gloo>;
-        const auto result = cocod::elastic::train<Trainer>(m, o, model, cocod::Steps{steps}, [&](auto& opt, cocod::comm::Gloo c, Model&) {
-          std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
-                     cocod_test::family_of<Trainer>(setup));
-        });
+        const auto result = cocod::elastic::train<Trainer>(
+            m, o, cocod::Steps{steps}, [id](int, int) { return Model(50, 13, 500 + static_cast<std::uint64_t>(id)); },
+            [&](auto& opt, cocod::comm::Gloo c) {
+              std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
+                         cocod_test::family_of<Trainer>(setup));
+            },
+            [&](const cocod::RoundStats& r, const Epoch&, const Model&) {
+              if (fault) fault(r);
+            });
         std::lock_guard lock(mutex);
-        if (result.report) models[id] = model.x;
+        if (result.report) models[id] = result.model->x;
         else errors[id] = "left";
       } catch (const std::exception& e) {
         std::lock_guard lock(mutex);

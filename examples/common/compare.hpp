@@ -122,7 +122,7 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
   if (args.comm == "mpi") {
     int status = 0;
     const int mpi_status = cocod::comm::Mpi::run(argc, argv, [&](cocod::comm::Mpi world) {
-      status = compare_on(MpiRunner{world}, args, parameters, make, evaluate, update);
+      status = compare_on(ProcessRunner<cocod::comm::Mpi>{world, "MPI processes"}, args, parameters, make, evaluate, update);
     }, mpi_options(args));
     return mpi_status != 0 ? mpi_status : status;
   }
@@ -133,7 +133,7 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
   if (args.comm == "gloo") {
     int status = 0;
     const int gloo_status = cocod::comm::Gloo::run(gloo_options(args), [&](cocod::comm::Gloo world) {
-      status = compare_on(GlooRunner{world}, args, parameters, make, evaluate, update);
+      status = compare_on(ProcessRunner<cocod::comm::Gloo>{world, "processes over Gloo (TCP)"}, args, parameters, make, evaluate, update);
     });
     return gloo_status != 0 ? gloo_status : status;
   }

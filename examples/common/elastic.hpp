@@ -24,32 +24,6 @@
 
 namespace example {
 
-/// Calls body.template operator()<Trainer>(construct) with the trainer type of algorithm `key`
-/// over comm::Gloo and the function that emplaces it (as with_optimizer builds it).
-template <class Model, class U, class Body>
-void with_elastic_trainer(const std::string& key, const Settings<U>& s, const Schedule& schedule, Body&& body) {
-  using G = cocod::comm::Gloo;
-  const std::string b = Variant::parse(key).base;
-  const cocod::Options& o = s.options;
-  const U& u = s.update;
-  if (b == "cocod")
-    body.template operator()<cocod::CoCoDSGD<Model, G, Schedule, U>>(
-        [&](auto& opt, G c) { opt.emplace(c, o, schedule, u, s.outer, s.compress, s.fragments, s.depth); });
-  else if (b == "ssgd")
-    body.template operator()<cocod::SyncSGD<Model, G, Schedule, U>>([&](auto& opt, G c) { opt.emplace(c, o, schedule, u); });
-  else if (b == "local")
-    body.template operator()<cocod::LocalSGD<Model, G, Schedule, U>>(
-        [&](auto& opt, G c) { opt.emplace(c, o, schedule, u, s.outer, s.compress); });
-  else if (b == "overlap-local")
-    body.template operator()<cocod::OverlapLocalSGD<Model, G, Schedule, U>>(
-        [&](auto& opt, G c) { opt.emplace(c, o, schedule, u, s.pull, s.compress); });
-  else if (b == "diloco-delayed")
-    body.template operator()<cocod::DelayedDiLoCo<Model, G, Schedule, U>>(
-        [&](auto& opt, G c) { opt.emplace(c, o, schedule, u, s.outer, s.compress, s.fragments, s.delay); });
-  else
-    body.template operator()<cocod::PipeSGD<Model, G, Schedule, U>>([&](auto& opt, G c) { opt.emplace(c, o, schedule, u); });
-}
-
 /// The worker's whole run; returns the exit status.
 template <class MakeModel, class Evaluate, class Update>
 int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Update& update) {
@@ -63,14 +37,13 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
   o.stall_timeout = std::chrono::milliseconds(static_cast<long long>(args.mpi_stall_timeout_s * 1000.0));
   if (args.elastic_leave_after) o.leave_after_round = args.elastic_leave_after;
   o.script.insert(args.elastic_script.begin(), args.elastic_script.end());
-  std::optional<Model> model;
-  model.emplace(make(0, 1));
   std::ofstream curve;
   const auto start = std::chrono::steady_clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double next_point = args.curve_every;
   std::int64_t shown_epoch = 0;
-  o.on_round = [&](const cocod::RoundStats& r, const cocod::elastic::Epoch& e) {
+  // rank 0 of each epoch: a line when the membership changed, and the curve's points
+  const auto on_round = [&](const cocod::RoundStats& r, const cocod::elastic::Epoch& e, Model& model) {
     if (e.rank != 0) return;
     if (e.number != shown_epoch) {
       shown_epoch = e.number;
@@ -82,38 +55,36 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
     if (args.curve.empty() || r.epoch + 1e-9 < next_point) return;
     while (next_point <= r.epoch + 1e-9) next_point += args.curve_every;
     if (!curve.is_open()) curve.open(args.curve), curve << "wall_s,epoch,workers,membership_epoch,metric,value\n";
-    for (const auto& [name, value] : evaluate(*model))
+    for (const auto& [name, value] : evaluate(model))
       curve << seconds() << "," << r.epoch << "," << e.size() << "," << e.number << "," << name << "," << value << "\n";
     curve.flush();
   };
-  int status = 0;
-  with_elastic_trainer<Model>(key, settings, schedule, [&]<class Trainer>(auto construct) {
-    const auto result = cocod::elastic::train<Trainer>(member, o, *model, cocod::Epochs{args.epochs},
-        [&](std::optional<Trainer>& opt, cocod::comm::Gloo c, Model& m) {
-          m = make(c.rank(), c.size());  // this epoch's shard
-          construct(opt, c);
-        });
+  with_algorithm<Model, cocod::comm::Gloo, Update>(key, settings, schedule, [&]<class Trainer>(const auto&... parts) {
+    auto result = cocod::elastic::train<Trainer>(member, o, cocod::Epochs{args.epochs}, make,
+                                                 [&](std::optional<Trainer>& opt, cocod::comm::Gloo c) { opt.emplace(c, parts...); },
+                                                 on_round);
     if (!result.report) {
       std::printf("# this worker left the run (%lld membership epochs)\n", static_cast<long long>(result.epochs));
       return;
     }
+    Model& model = *result.model;
+    const std::string digest = cocod::model_digest(model);
     if (result.report->info.rank != 0) {  // every worker's final model, to compare
-      std::printf("model digest %s: %s\n", display_name(key).c_str(), cocod::model_digest(*model).c_str());
+      std::printf("model digest %s: %s\n", display_name(key).c_str(), digest.c_str());
       return;
     }
     std::printf("# %.3f s: %s finished: %zu steps, %lld membership epochs seen by this worker\n", seconds(),
                 display_name(key).c_str(), result.report->info.total_steps, static_cast<long long>(result.epochs));
-    for (const auto& [name, value] : evaluate(*model)) std::printf("%s %.6f\n", name.c_str(), value);
-    if (!args.curve.empty())
-      for (const auto& [name, value] : evaluate(*model))
+    for (const auto& [name, value] : evaluate(model)) {
+      std::printf("%s %.6f\n", name.c_str(), value);
+      if (!args.curve.empty())
         curve << seconds() << "," << result.report->epochs << "," << result.report->info.workers << ",final," << name << ","
               << value << "\n";
-    std::printf("model digest %s: %s\n# membership log:\n%s", display_name(key).c_str(), cocod::model_digest(*model).c_str(),
-                result.log.c_str());
+    }
+    std::printf("model digest %s: %s\n# membership log:\n%s", display_name(key).c_str(), digest.c_str(), result.log.c_str());
     std::fflush(stdout);
-    (void)status;
   });
-  return status;
+  return 0;
 }
 
 }  // namespace example

@@ -200,19 +200,30 @@ void record_curve(Result& result, Model& model, Observer<Model>& observer, Evalu
   result.curve.push_back({result.report.seconds, result.report.epochs, result.metrics});
 }
 
-/// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`, given the settings it takes.
-template <class Model, class Comm, class U, class Go>
-void with_optimizer(const std::string& key, Comm comm, const Settings<U>& s, const Schedule& schedule, Go&& go) {
+/// Calls body.template operator()<Trainer>(settings...) with the trainer type of algorithm `key`
+/// on `Comm` and the settings it takes after the communicator, so that the caller builds it where
+/// it needs it (as a temporary, or in place).
+template <class Model, class Comm, class U, class Body>
+void with_algorithm(const std::string& key, const Settings<U>& s, const Schedule& schedule, Body&& body) {
   const std::string b = Variant::parse(key).base;
   const cocod::Options& o = s.options;
   const U& u = s.update;
-  if (b == "cocod") go(cocod::CoCoDSGD<Model, Comm, Schedule, U>{comm, o, schedule, u, s.outer, s.compress, s.fragments, s.depth});
-  else if (b == "ssgd") go(cocod::SyncSGD<Model, Comm, Schedule, U>{comm, o, schedule, u});
-  else if (b == "local") go(cocod::LocalSGD<Model, Comm, Schedule, U>{comm, o, schedule, u, s.outer, s.compress});
-  else if (b == "overlap-local") go(cocod::OverlapLocalSGD<Model, Comm, Schedule, U>{comm, o, schedule, u, s.pull, s.compress});
+  if (b == "cocod")
+    body.template operator()<cocod::CoCoDSGD<Model, Comm, Schedule, U>>(o, schedule, u, s.outer, s.compress, s.fragments, s.depth);
+  else if (b == "ssgd") body.template operator()<cocod::SyncSGD<Model, Comm, Schedule, U>>(o, schedule, u);
+  else if (b == "local") body.template operator()<cocod::LocalSGD<Model, Comm, Schedule, U>>(o, schedule, u, s.outer, s.compress);
+  else if (b == "overlap-local")
+    body.template operator()<cocod::OverlapLocalSGD<Model, Comm, Schedule, U>>(o, schedule, u, s.pull, s.compress);
   else if (b == "diloco-delayed")
-    go(cocod::DelayedDiLoCo<Model, Comm, Schedule, U>{comm, o, schedule, u, s.outer, s.compress, s.fragments, s.delay});
-  else go(cocod::PipeSGD<Model, Comm, Schedule, U>{comm, o, schedule, u});
+    body.template operator()<cocod::DelayedDiLoCo<Model, Comm, Schedule, U>>(o, schedule, u, s.outer, s.compress, s.fragments,
+                                                                             s.delay);
+  else body.template operator()<cocod::PipeSGD<Model, Comm, Schedule, U>>(o, schedule, u);
+}
+
+/// Calls go(optimizer) with the optimizer of algorithm `key` on `comm`, given the settings it takes.
+template <class Model, class Comm, class U, class Go>
+void with_optimizer(const std::string& key, Comm comm, const Settings<U>& s, const Schedule& schedule, Go&& go) {
+  with_algorithm<Model, Comm, U>(key, s, schedule, [&]<class Trainer>(const auto&... settings) { go(Trainer{comm, settings...}); });
 }
 
 /// Runs one algorithm on every worker, throttled to `link` when `throttle`. make(rank, workers)

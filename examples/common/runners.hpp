@@ -76,10 +76,11 @@ struct NcclRunner {
 };
 #endif
 
-#ifdef COCOD_HAS_MPI
-/// This MPI process's worker.
-struct MpiRunner {
-  cocod::comm::Mpi world;
+/// This process's worker, one of the processes of a job (comm::Mpi, comm::Gloo).
+template <class Comm>
+struct ProcessRunner {
+  Comm world;
+  const char* what;  // "MPI processes"
   template <class F>
   void each(F&& f) const {
     f(world);
@@ -87,7 +88,7 @@ struct MpiRunner {
   [[nodiscard]] bool prints() const { return world.rank() == 0; }
   [[nodiscard]] int rank() const { return world.rank(); }
   [[nodiscard]] int size() const { return world.size(); }
-  [[nodiscard]] const char* name() const { return "MPI processes"; }
+  [[nodiscard]] const char* name() const { return what; }
   /// Every rank gets rank 0's value (so that all ranks pick the same link).
   [[nodiscard]] double from_rank0(double v) const {
     double b[1] = {v};
@@ -97,6 +98,7 @@ struct MpiRunner {
   }
 };
 
+#ifdef COCOD_HAS_MPI
 /// comm::Mpi's settings from --mpi-progress, --mpi-native, --mpi-poll-us and --mpi-stall-timeout.
 inline cocod::comm::MpiOptions mpi_options(const Args& args) {
   cocod::comm::MpiOptions o;
@@ -113,25 +115,6 @@ inline cocod::comm::MpiOptions mpi_options(const Args& args) {
 #endif
 
 #if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
-/// This process's worker over Gloo (--comm gloo).
-struct GlooRunner {
-  cocod::comm::Gloo world;
-  template <class F>
-  void each(F&& f) const {
-    f(world);
-  }
-  [[nodiscard]] bool prints() const { return world.rank() == 0; }
-  [[nodiscard]] int rank() const { return world.rank(); }
-  [[nodiscard]] int size() const { return world.size(); }
-  [[nodiscard]] const char* name() const { return "processes over Gloo (TCP)"; }
-  [[nodiscard]] double from_rank0(double v) const {
-    double b[1] = {v};
-    auto copy = world;
-    copy.broadcast(std::span<double>(b), 0);
-    return b[0];
-  }
-};
-
 /// comm::Gloo's settings from --store, --rank, --workers, --serve-store and --hostname.
 inline cocod::comm::GlooOptions gloo_options(const Args& args) {
   return {.store = args.store, .rank = args.rank, .size = args.workers, .serve_store = args.serve_store,

@@ -58,8 +58,15 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
     const GlooOptions o = gloo_detail::checked(options);
     const auto address = tcp::parse_address(o.store, "cocod::comm::GlooOptions: store");
     if (o.serve_store && o.rank == 0) server_ = std::make_shared<StoreServer>("", address.port);
-    auto store = std::make_shared<TcpStore>(o.store, o.connect_timeout);
-    engine_ = std::make_shared<gloo_detail::Engine>(o, std::move(store));
+    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<TcpStore>(o.store, o.connect_timeout));
+  }
+  /// The same over a connection to the store that the caller already holds (an elastic worker's,
+  /// one per process rather than one per communicator); options.store and serve_store are not used.
+  Gloo(const GlooOptions& options, std::shared_ptr<TcpStore> store) {
+    GlooOptions o = options;
+    o.store = store ? store->address() : std::string();
+    o.serve_store = false;
+    engine_ = std::make_shared<gloo_detail::Engine>(gloo_detail::checked(o), std::move(store));
   }
 
   /// Runs fn(Gloo) and returns fn's result if it is an int (the exit status for main), else 0.
@@ -77,8 +84,7 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
     // here stays up a moment longer for them to read it.
     const auto failed = [&](const std::string& what) {
       report_failure(engine.get(), options.rank, what);
-      if (engine) engine->abort();
-      engine.reset();
+      engine.reset();  // its connections close: the peers' collectives fail now
       if (server) std::this_thread::sleep_for(std::chrono::seconds(1));
     };
     try {

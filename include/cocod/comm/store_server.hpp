@@ -97,6 +97,7 @@ class StoreServer {
   struct Connection {
     tcp::Socket socket;
     std::thread thread;
+    bool done = false;  // its thread is about to return (guarded by mutex_)
   };
 
   void accept_loop() {
@@ -108,30 +109,44 @@ class StoreServer {
         return;
       }
       if (fd < 0) continue;  // a connection reset before it was accepted, or EINTR
+      reap();
       tcp::set_no_delay(fd);
-      connections_.push_back(Connection{tcp::Socket(fd), {}});
+      connections_.push_back(Connection{tcp::Socket(fd), {}, false});
       Connection& c = connections_.back();
-      c.thread = std::thread([this, fd] { serve(fd); });
+      c.thread = std::thread([this, &c] { serve(c); });
     }
   }
 
   // One client's requests, answered in order, until it disconnects or the server stops. A
   // connection that claimed a key sets "<key>/closed" when it ends (its process is gone).
-  void serve(int fd) {
+  void serve(Connection& c) {
+    const int fd = c.socket.fd();
     tcp::Request request;
     std::string owner;
     while (tcp::recv_request(fd, request)) {
       if (request.verb == tcp::Verb::claim) owner = request.key;
       if (!tcp::send_reply(fd, answer(request))) break;
     }
-    if (owner.empty()) return;
     {
       std::lock_guard lock(mutex_);
-      if (stopping_) return;
+      c.done = true;  // reaped by the next accept
+      if (stopping_ || owner.empty()) return;
       values_[owner + "/closed"] = {'1'};
       ++version_;
     }
     changed_.notify_all();
+  }
+  // Joins and forgets the connections that ended (the lock held): a coordinator that outlives
+  // many workers keeps no thread per past connection.
+  void reap() {
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (!it->done) {
+        ++it;
+        continue;
+      }
+      it->thread.join();  // (it has set done under the lock we hold and only returns after)
+      it = connections_.erase(it);
+    }
   }
 
   tcp::Reply answer(const tcp::Request& r) {

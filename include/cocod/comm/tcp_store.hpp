@@ -72,7 +72,7 @@ class TcpStore : public gloo::rendezvous::Store {
   // that does not answer within that (stopped, or its machine gone) fails the call.
   tcp::Reply call(const tcp::Request& request, std::chrono::milliseconds waits) {
     std::lock_guard lock(mutex_);
-    if (!socket_.open()) throw CommunicationError(who() + ": the connection to the store was lost before");
+    if (!socket_.open()) throw CommunicationError(lost_);  // every later call says why, as the first did
     const auto limit = waits + std::chrono::seconds(10);
     timeval tv{};
     tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
@@ -81,8 +81,9 @@ class TcpStore : public gloo::rendezvous::Store {
     tcp::Reply reply;
     if (!tcp::send_request(socket_.fd(), request) || !tcp::recv_reply(socket_.fd(), reply)) {
       socket_.close();
-      throw CommunicationError(who() + ": the store closed the connection or did not answer within " +
-                               std::to_string(limit.count() / 1000) + " s (the coordinator stopped?)");
+      lost_ = who() + ": the store closed the connection or did not answer within " + std::to_string(limit.count() / 1000) +
+              " s (the coordinator stopped?)";
+      throw CommunicationError(lost_);
     }
     if (reply.status == tcp::Status::refused) throw CommunicationError(who() + ": the store is stopping");
     return reply;
@@ -91,6 +92,7 @@ class TcpStore : public gloo::rendezvous::Store {
   tcp::Address address_;
   std::mutex mutex_;
   tcp::Socket socket_;
+  std::string lost_;  // why the connection is gone
 };
 
 }  // namespace cocod::comm

@@ -54,7 +54,6 @@ struct Epoch {
   /// that gives its state to those that do not hold it.
   std::optional<std::int64_t> round;
   std::int64_t donor = 0;
-  bool continuing = false;  ///< this worker was a member of the epoch before
   [[nodiscard]] int size() const noexcept { return static_cast<int>(members.size()); }
   /// The keys of this epoch's comm::Gloo context.
   [[nodiscard]] std::string gloo_prefix(const std::string& base = "elastic/") const {
@@ -116,8 +115,6 @@ class Member {
       for (std::size_t i = 0; i < epoch.members.size(); ++i)
         if (epoch.members[i] == id_) epoch.rank = static_cast<int>(i);
       if (epoch.rank < 0) continue;  // formed without this worker (it was waiting): the next
-      epoch.continuing = last_epoch_ != 0;
-      last_epoch_ = e;
       return epoch;
     }
   }
@@ -230,7 +227,6 @@ class Member {
   std::shared_ptr<comm::TcpStore> store_;
   std::unique_ptr<comm::TcpStore> heart_;  // its own connection: the coordinator watches it
   std::int64_t id_ = 0;
-  std::int64_t last_epoch_ = 0;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool leaving_ = false;

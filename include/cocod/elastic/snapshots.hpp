@@ -43,8 +43,7 @@ class Snapshots {
  public:
   struct State {
     std::size_t round = 0, step = 0;
-    std::vector<std::byte> bytes;  // the checkpoint-format file of this worker
-    std::uint32_t crc = 0;
+    std::vector<std::byte> bytes;  // the checkpoint-format file of this worker (its sections carry CRCs)
   };
   /// Where the next resume() starts: nullopt for a fresh run; else round R, and the rank (in the
   /// new epoch) whose state the newcomers check their settings against.
@@ -105,9 +104,7 @@ class Session {
   template <class Model>
   void save(Model& model) {
     const auto& pos = run_.loop().pos();
-    Snapshots::State s{pos.round, pos.step, state_.save(model, run_.parameters(model, "save")), 0};
-    s.crc = checkpoint::crc32(s.bytes);
-    store_.add(std::move(s));
+    store_.add({pos.round, pos.step, state_.save(model, run_.parameters(model, "save"))});
   }
 
   template <class Model>

@@ -8,9 +8,10 @@
 // on (a vote in the control slots, as a checkpoint request is). Link cocod::gloo.
 //
 //     cocod::elastic::Member member({.coordinator = "node0:29500"});
-//     const cocod::Report report = cocod::elastic::train<cocod::CoCoDSGD<Model, cocod::comm::Gloo>>(
-//         member, {}, model, cocod::Epochs{10},
-//         [&](auto& opt, cocod::comm::Gloo comm, Model&) { opt.emplace(comm, options); });
+//     const auto result = cocod::elastic::train<cocod::CoCoDSGD<Model, cocod::comm::Gloo>>(
+//         member, {}, cocod::Epochs{10}, [&](int rank, int workers) { return Model{shard(rank, workers)}; },
+//         [&](auto& opt, cocod::comm::Gloo comm) { opt.emplace(comm, options); });
+//     // result.model: the final consensus; result.report: this worker's report
 //
 // For a fixed membership nothing changes: the iterates are those of the same trainer on
 // comm::Gloo (or comm::Threads). With changes, a run is reproducible given its membership log:
@@ -20,10 +21,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -52,34 +53,47 @@ struct TrainOptions {
   std::set<std::size_t> script{};
   /// This worker leaves the run once this many rounds completed (a scripted leave).
   std::optional<std::size_t> leave_after_round{};
-  /// Called at every round end with (trainer, epoch); e.g. a progress line, or a chance to fail.
-  std::function<void(const RoundStats&, const Epoch&)> on_round{};
 };
 
-/// What an elastic worker did: its report of the last epoch it trained in (nullopt when it left
-/// by script), how many epochs it took part in, and the coordinator's log when it ended.
+/// What an elastic worker did: the final model and its report (both nullopt when it left by
+/// script or the run ended before it was admitted), how many epochs it took part in, and the
+/// coordinator's log when it ended.
+template <class Model>
 struct TrainResult {
+  std::optional<Model> model;
   std::optional<Report> report;
   std::int64_t epochs = 0;
   std::string log;
 };
 
 namespace train_detail {
-inline std::string digest_of(const Snapshots::State& s) { return "step" + std::to_string(s.step); }
+// What the members of an epoch must agree on about a round they hold: its step count (their
+// states themselves differ, each worker's own).
+inline std::string position_of(const Snapshots::State& s) { return "step" + std::to_string(s.step); }
+struct NoHook {
+  template <class... A>
+  void operator()(A&&...) const noexcept {}
+};
 }  // namespace train_detail
 
-/// Trains `model` as a worker of the elastic run `member` joined, until `stop`: the trainer of
-/// each epoch is built by construct(std::optional<Trainer>&, comm::Gloo, Model&) (emplace it; it
-/// may also give the model the data shard of its rank among the epoch's workers: the
-/// parameters are then set from the state the epoch continues from). Returns
-/// when the run ended (every member holds the same final consensus), or when this worker left
-/// by script. Throws Expelled if the coordinator expelled this worker, CommunicationError when
-/// the coordinator is gone, and any failure that is not a lost peer (a peer's own error ends
-/// every worker, as in comm::Gloo).
-template <class Trainer, class Model, class Stop, class Construct>
-TrainResult train(Member& member, const TrainOptions& o, Model& model, const Stop& stop, Construct&& construct) {
+/// Trains as a worker of the elastic run `member` joined, until `stop`. Each epoch, the model is
+/// make(rank, workers) (its data shard among the epoch's workers; its parameters then come from
+/// the state the epoch continues from) and the trainer is built by
+/// construct(std::optional<Trainer>&, comm::Gloo) (emplace it). on_round(stats, epoch, model) is
+/// called at every round end (a progress line, a curve's point). Returns when the run ended
+/// (every member holds the same final consensus), when this worker left by script, or when the
+/// run ended before it was admitted. Throws Expelled if the coordinator expelled this worker,
+/// CommunicationError when the coordinator is gone, std::invalid_argument for a snapshot_every
+/// of 0, and any failure that is not a lost peer (a peer's own error ends every worker, as in
+/// comm::Gloo).
+template <class Trainer, class Stop, class MakeModel, class Construct, class OnRound = train_detail::NoHook>
+auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& make, Construct&& construct,
+           OnRound&& on_round = {}) {
+  using Model = std::remove_cvref_t<std::invoke_result_t<MakeModel&, int, int>>;
+  if (o.snapshot_every == 0) invalid_setting("cocod::elastic::TrainOptions", "snapshot_every", "must be >= 1", 0);
   Snapshots snapshots;
-  TrainResult result;
+  TrainResult<Model> result;
+  std::optional<Model>& model = result.model;
   std::int64_t after = 0;
   for (;;) {
     Epoch epoch;
@@ -92,7 +106,7 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
     after = epoch.number;
     ++result.epochs;
     std::vector<std::pair<std::int64_t, std::string>> held;
-    for (const auto& s : snapshots.held()) held.emplace_back(static_cast<std::int64_t>(s.round), train_detail::digest_of(s));
+    for (const auto& s : snapshots.held()) held.emplace_back(static_cast<std::int64_t>(s.round), train_detail::position_of(s));
     try {
       member.settle_start(epoch, held, o.epoch_timeout);
     } catch (const Superseded&) {  // a member was lost before it started: the next one
@@ -107,7 +121,6 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
     }
     snapshots.plan(plan);
     comm::GlooOptions g;
-    g.store = member.store().address();
     g.rank = epoch.rank;
     g.size = epoch.size();
     g.prefix = epoch.gloo_prefix();
@@ -118,23 +131,26 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
       ~Unwatch() { m.unwatch(); }
     } unwatch{member};
     try {
-      comm::Gloo comm(g);
+      comm::Gloo comm(g, member.shared_store());
       member.watch(epoch.number, [comm]() mutable { comm.abort(); });
-      std::optional<Trainer> opt;
-      construct(opt, comm, model);
-      opt->resume(model, snapshots, stop);
+      std::optional<Trainer> opt;  // (declared after the model: it goes first)
+      model.reset();
+      model.emplace(make(epoch.rank, epoch.size()));
+      construct(opt, comm);
+      opt->resume(*model, snapshots, stop);
       bool ended_epoch = false, asked = false;
       while (opt->steps_taken() < opt->info().total_steps) {
         member.check();
-        opt->step(model, opt->next_batch());
+        opt->step(*model, opt->next_batch());
         if (!opt->round_ended()) continue;
         const std::size_t round = opt->last_round().round + 1;  // rounds completed, as the log counts them
-        if (o.on_round) o.on_round(opt->last_round(), epoch);
+        on_round(opt->last_round(), epoch, *model);
         const bool scripted = o.script.count(round) > 0 || o.leave_after_round == std::optional<std::size_t>(round);
         const bool agreed = opt->checkpoint_agreed();  // (save() takes it)
-        if (agreed || scripted || round % o.snapshot_every == 0) opt->save(model, snapshots);
+        if (agreed || scripted || round % o.snapshot_every == 0) opt->save(*model, snapshots);
         if (o.leave_after_round == std::optional<std::size_t>(round)) {
           member.leave();
+          model.reset();
           result.log = member.log();
           return result;  // this worker's connections close: the coordinator forms the next epoch
         }
@@ -149,14 +165,14 @@ TrainResult train(Member& member, const TrainOptions& o, Model& model, const Sto
         }
       }
       if (ended_epoch) continue;
-      result.report = opt->finish(model);
+      result.report = opt->finish(*model);
       member.finish();
       result.log = member.log();
       return result;
-    } catch (const PeerLost&) {  // a peer is gone: the next epoch continues without it
+    } catch (const PeerLost&) {  // a peer is gone: the next epoch continues without it (and a new model)
     } catch (const Refused&) {   // a newcomer was refused: the next epoch goes on without it
-    } catch (const Aborted& e) {  // a collective stalled on a member the coordinator expelled meanwhile
-      if (dynamic_cast<const DistributedError*>(&e) || !member.replaced(epoch.number)) throw;
+    } catch (const Aborted&) {  // a collective stalled on a member the coordinator expelled meanwhile
+      if (!member.replaced(epoch.number)) throw;
     }
   }
 }
