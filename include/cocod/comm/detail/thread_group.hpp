@@ -46,6 +46,22 @@ class AbortableBarrier {
     throw_if_broken();
   }
 
+  /// The barrier that ends a collective's reading of the others' buffers: it waits for all n
+  /// even when the group is aborted meanwhile. Every thread that passed the collective's first
+  /// barrier reaches it without waiting on anything else, so it completes; were it to throw on
+  /// an abort, one worker could free a buffer (its trainer unwinding) that another still reads.
+  void arrive_and_wait_all() {
+    std::unique_lock lock(mutex_);
+    const std::uint64_t generation = generation_;
+    if (++count_ == n_) {
+      count_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation; });
+  }
+
   void abort(const std::string& reason) {
     std::lock_guard lock(mutex_);
     if (reason_.empty()) reason_ = reason;
@@ -171,14 +187,14 @@ class Group {
     }
     if (moves_bytes(job.op)) {
       move_bytes(r, job);
-      barrier_.arrive_and_wait();  // every send buffer stays untouched until all have copied
+      barrier_.arrive_and_wait_all();  // every send buffer stays untouched until all have copied
       return;
     }
     T* mine = static_cast<T*>(job.data);
     if (job.op == Op::broadcast) {
       if (rank != job.root)
         if (job.count > 0) std::memcpy(mine, posted_[static_cast<std::size_t>(job.root)].data, job.count * sizeof(T));
-      barrier_.arrive_and_wait();  // root's buffer stays untouched until all have copied
+      barrier_.arrive_and_wait_all();  // root's buffer stays untouched until all have copied
       return;
     }
     // All-reduce: worker q sums slice q over all workers in rank order (a fixed order, so the
@@ -186,10 +202,16 @@ class Group {
     const auto bounds = slice(r, job.count, N);
     const std::size_t lo = bounds.first, hi = bounds.second;  // (a structured binding: clang < 16 cannot capture it)
     auto& out = partial_[r];
-    if (out.size() < (hi - lo) * sizeof(T)) out.resize((hi - lo) * sizeof(T));
-    sum_in_rank_order(reinterpret_cast<T*>(out.data()), hi - lo, N,
-                      [&](std::size_t q) { return static_cast<const T*>(posted_[q].data) + lo; });
-    barrier_.arrive_and_wait();
+    try {
+      if (out.size() < (hi - lo) * sizeof(T)) out.resize((hi - lo) * sizeof(T));
+      sum_in_rank_order(reinterpret_cast<T*>(out.data()), hi - lo, N,
+                        [&](std::size_t q) { return static_cast<const T*>(posted_[q].data) + lo; });
+    } catch (...) {  // (no memory for the slice): the others still finish reading before this fails
+      barrier_.abort("worker " + std::to_string(rank) + "'s communication thread could not sum its slice");
+      barrier_.arrive_and_wait_all();
+      throw;
+    }
+    barrier_.arrive_and_wait_all();  // every worker's buffer stays untouched until all have summed
     for (std::size_t q = 0; q < N; ++q) {
       const auto [qlo, qhi] = slice(q, job.count, N);
       if (qhi > qlo) std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));  // (an empty slice's buffer may be null)
