@@ -181,6 +181,14 @@ TEST_CASE("a worker's own --min-workers holds the first epoch; the log file; a w
                                    [](auto&, cocod::comm::Gloo) {});
   };
   CHECK_THROWS_WITH_AS(train_zero(), "cocod::elastic::TrainOptions: snapshot_every must be >= 1 (got 0)", std::invalid_argument);
+  zero.snapshot_every = 1;
+  zero.resume = true;
+  CHECK_THROWS_WITH_AS(train_zero(), "cocod::elastic::TrainOptions: resume needs checkpoints (the directory to resume from) (got true)",
+                       std::invalid_argument);
+  zero.checkpoints.emplace("unused");
+  zero.checkpoint_every = 0;
+  CHECK_THROWS_WITH_AS(train_zero(), "cocod::elastic::TrainOptions: checkpoint_every must be >= 1 with checkpoints (got 0)",
+                       std::invalid_argument);
 }
 
 TEST_CASE("a stopped worker process is expelled after the heartbeat timeout; woken, it is told and ends") {
@@ -352,6 +360,27 @@ TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they
   for (const auto& [id, e] : fleet.errors) INFO(id, ": ", e);
   REQUIRE(fleet.models.size() == 2);
   for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, lost_run));
+}
+
+TEST_CASE("a worker lost before the first round end of an epoch: the next continues from the round that one began at") {
+  // Epoch 2 begins at round 4 (scripted); no state is kept at round 5 (snapshot_every 4), where
+  // worker 3 vanishes: the survivors still hold round 4, where they began, and go on from there.
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  cocod::elastic::TrainOptions o;
+  o.script = {4};
+  o.snapshot_every = 4;
+  fleet.start<cocod::Optimizer>(setup(), 60, o);
+  fleet.start<cocod::Optimizer>(setup(), 60, o, 50ms);
+  fleet.start<cocod::Optimizer>(setup(), 60, o, 100ms, [](const cocod::RoundStats& r) {
+    if (r.round == 4) throw Vanish("vanished");
+  });
+  fleet.join();
+  INFO(joined(c.log()));
+  CHECK(logged(c, "epoch 2 starts: round 4 donor 1"));
+  CHECK(logged(c, "epoch 3 starts: round 4 donor 1"));
+  REQUIRE(fleet.models.size() == 2);
+  CHECK(same_bits(fleet.models.begin()->second, fleet.models.rbegin()->second));
 }
 
 namespace {

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "cocod/checkpoint.hpp"
 #include "cocod/comm/gloo.hpp"
 #include "cocod/elastic/membership.hpp"
 #include "cocod/elastic/snapshots.hpp"
@@ -53,6 +54,16 @@ struct TrainOptions {
   std::set<std::size_t> script{};
   /// This worker leaves the run once this many rounds completed (a scripted leave).
   std::optional<std::size_t> leave_after_round{};
+  /// Checkpoint files as well, the fallback when the coordinator itself is lost: every
+  /// `checkpoint_every` rounds (counted as rounds completed) the epoch's members write a
+  /// checkpoint into `checkpoints` (Trainer::save: each its own file, rank 0 the manifest).
+  std::optional<Checkpoints> checkpoints{};
+  std::size_t checkpoint_every = 10;
+  /// An epoch that continues from no round held in memory (the first, or one whose members all
+  /// came after every state was lost) resumes from the newest checkpoint in `checkpoints`
+  /// instead of starting at step 0; from its consensus model when another number of workers
+  /// wrote it (as ResumeOptions::workers_may_change does).
+  bool resume = false;
 };
 
 /// What an elastic worker did: the final model and its report (both nullopt when it left by
@@ -64,6 +75,12 @@ struct TrainResult {
   std::optional<Report> report;
   std::int64_t epochs = 0;
   std::string log;
+  /// The work the membership changes cost this worker: the steps it took again because an
+  /// epoch ended by a loss after the round the next one continued from.
+  std::size_t steps_redone = 0;
+  /// Why each of this worker's epochs that ended by a loss ended (what its collective raised:
+  /// a lost peer, a refused newcomer, a stall on a member the coordinator expelled).
+  std::vector<std::string> losses;
 };
 
 namespace train_detail {
@@ -83,18 +100,25 @@ struct NoHook {
 /// called at every round end (a progress line, a curve's point). Returns when the run ended
 /// (every member holds the same final consensus), when this worker left by script, or when the
 /// run ended before it was admitted. Throws Expelled if the coordinator expelled this worker,
-/// CommunicationError when the coordinator is gone, std::invalid_argument for a snapshot_every
-/// of 0, and any failure that is not a lost peer (a peer's own error ends every worker, as in
+/// CommunicationError when the coordinator is gone (TrainOptions::checkpoints then holds the newest
+/// checkpoint to resume from), std::invalid_argument naming a TrainOptions field that cannot be
+/// used (snapshot_every 0, resume without checkpoints), CheckpointError for a checkpoint that does
+/// not fit, and any failure that is not a lost peer (a peer's own error ends every worker, as in
 /// comm::Gloo).
 template <class Trainer, class Stop, class MakeModel, class Construct, class OnRound = train_detail::NoHook>
 auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& make, Construct&& construct,
            OnRound&& on_round = {}) {
   using Model = std::remove_cvref_t<std::invoke_result_t<MakeModel&, int, int>>;
   if (o.snapshot_every == 0) invalid_setting("cocod::elastic::TrainOptions", "snapshot_every", "must be >= 1", 0);
+  if (o.checkpoints && o.checkpoint_every == 0)
+    invalid_setting("cocod::elastic::TrainOptions", "checkpoint_every", "must be >= 1 with checkpoints", 0);
+  if (o.resume && !o.checkpoints)
+    invalid_setting("cocod::elastic::TrainOptions", "resume", "needs checkpoints (the directory to resume from)", "true");
   Snapshots snapshots;
   TrainResult<Model> result;
   std::optional<Model>& model = result.model;
   std::int64_t after = 0;
+  std::size_t reached = 0;  // the steps this worker had taken when its last epoch ended
   for (;;) {
     Epoch epoch;
     try {
@@ -137,17 +161,30 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       model.reset();
       model.emplace(make(epoch.rank, epoch.size()));
       construct(opt, comm);
-      opt->resume(*model, snapshots, stop);
+      Resumed from;
+      if (!epoch.round && o.resume) {
+        snapshots.clear();
+        from = opt->resume(*model, *o.checkpoints, stop, {.workers_may_change = true});
+      } else {
+        from = opt->resume(*model, snapshots, stop);
+      }
+      if (reached > from.step) result.steps_redone += reached - from.step;
+      reached = from.step;
+      // Every member, a newcomer too, holds the state it continues from: a loss before the
+      // first round end of this epoch continues from there again, not from step 0.
+      if (from) opt->save(*model, snapshots);
       bool ended_epoch = false, asked = false;
       while (opt->steps_taken() < opt->info().total_steps) {
         member.check();
         opt->step(*model, opt->next_batch());
+        reached = opt->steps_taken();
         if (!opt->round_ended()) continue;
         const std::size_t round = opt->last_round().round + 1;  // rounds completed, as the log counts them
         on_round(opt->last_round(), epoch, *model);
         const bool scripted = o.script.count(round) > 0 || o.leave_after_round == std::optional<std::size_t>(round);
         const bool agreed = opt->checkpoint_agreed();  // (save() takes it)
         if (agreed || scripted || round % o.snapshot_every == 0) opt->save(*model, snapshots);
+        if (o.checkpoints && round % o.checkpoint_every == 0) opt->save(*model, *o.checkpoints);
         if (o.leave_after_round == std::optional<std::size_t>(round)) {
           member.leave();
           model.reset();
@@ -169,10 +206,13 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       member.finish();
       result.log = member.log();
       return result;
-    } catch (const PeerLost&) {  // a peer is gone: the next epoch continues without it (and a new model)
-    } catch (const Refused&) {   // a newcomer was refused: the next epoch goes on without it
-    } catch (const Aborted&) {  // a collective stalled on a member the coordinator expelled meanwhile
+    } catch (const PeerLost& e) {  // a peer is gone: the next epoch continues without it (and a new model)
+      result.losses.emplace_back(e.what());
+    } catch (const Refused& e) {  // a newcomer was refused: the next epoch goes on without it
+      result.losses.emplace_back(e.what());
+    } catch (const Aborted& e) {  // a collective stalled on a member the coordinator expelled meanwhile
       if (!member.replaced(epoch.number)) throw;
+      result.losses.emplace_back(e.what());
     }
   }
 }
