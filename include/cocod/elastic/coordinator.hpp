@@ -157,14 +157,7 @@ class Coordinator {
         note("worker " + std::to_string(id) + " left before it was admitted: " + why);
       }
     }
-    std::vector<std::int64_t> waiting;
-    for (const auto& [id, w] : workers_)
-      if (!w.gone && w.beats >= 0 && std::find(members_.begin(), members_.end(), id) == members_.end()) waiting.push_back(id);
-    if (static_cast<std::int64_t>(waiting.size()) != published_waiting_) {
-      published_waiting_ = static_cast<std::int64_t>(waiting.size());
-      waiting_count_ = published_waiting_;
-      server_.assign(key("waiting"), comm::tcp::int_value(published_waiting_));
-    }
+    const std::vector<std::int64_t> waiting = publish_waiting();
     std::vector<std::int64_t> survivors;
     for (std::int64_t id : members_)
       if (!workers_[id].gone) survivors.push_back(id);
@@ -214,7 +207,20 @@ class Coordinator {
     pending_start_ = true;
     note(line);
     put("epoch/" + e + "/members", list);
+    (void)publish_waiting();  // (before the epoch: who reads the epoch then reads the count of its time)
     put("epoch", e);
+  }
+
+  // The live workers that are not members (their number is the store's "waiting").
+  std::vector<std::int64_t> publish_waiting() {
+    std::vector<std::int64_t> waiting;
+    for (const auto& [id, w] : workers_)
+      if (!w.gone && w.beats >= 0 && std::find(members_.begin(), members_.end(), id) == members_.end()) waiting.push_back(id);
+    if (static_cast<std::int64_t>(waiting.size()) != published_waiting_) {
+      published_waiting_ = waiting_count_ = static_cast<std::int64_t>(waiting.size());
+      server_.assign(key("waiting"), comm::tcp::int_value(published_waiting_));
+    }
+    return waiting;
   }
 
   // The round the epoch continues from: the latest that every continuing member holds, their

@@ -158,8 +158,14 @@ class Member {
     auto v = store_->try_get(key("epoch"));
     return v && std::stoll(std::string(v->begin(), v->end())) > epoch;
   }
-  /// How many workers wait to be admitted.
-  [[nodiscard]] std::int64_t waiting() { return value(store_->try_get(key("waiting"))); }
+  /// How many workers wait to be admitted, as the last heartbeat learned it (at most
+  /// MemberOptions::heartbeat_interval old: asking at every round end would cost the training
+  /// thread a round trip to the coordinator each time); 0 until a heartbeat has read it in the
+  /// epoch this worker trains in (a count from before that epoch formed is stale).
+  [[nodiscard]] std::int64_t waiting() {
+    std::lock_guard lock(mutex_);
+    return waiting_epoch_ >= watched_ ? waiting_ : 0;
+  }
   /// Asks the coordinator to admit the waiting workers into the epoch after `epoch` (the members
   /// call it at an agreed round end, then call next_epoch()).
   void ask_switch(std::int64_t epoch) { store_->set(key("epoch/" + std::to_string(epoch) + "/switch"), {'1'}); }
@@ -204,15 +210,18 @@ class Member {
     while (!cv_.wait_for(lock, options_.heartbeat_interval, [&] { return leaving_; })) {
       lock.unlock();
       std::string expelled, error;
-      std::int64_t newest = 0;
+      std::int64_t newest = 0, waiting = 0;
       try {
         heart_->add(key(worker() + "/beat"), 1);
         if (auto v = heart_->try_get(key(worker() + "/expelled"))) expelled.assign(v->begin(), v->end());
         if (auto v = heart_->try_get(key("epoch"))) newest = std::stoll(std::string(v->begin(), v->end()));
+        waiting = value(heart_->try_get(key("waiting")));
       } catch (const std::exception& e) {
         error = std::string("cocod::elastic: the coordinator at ") + options_.coordinator + " is gone (" + e.what() + ")";
       }
       lock.lock();
+      waiting_ = waiting;
+      waiting_epoch_ = newest;  // (read before the count: the count is at least as new)
       if (watched_ > 0 && newest > watched_ && abort_) {
         abort_();  // (noexcept: closes the epoch's connections)
         abort_ = {};
@@ -231,7 +240,7 @@ class Member {
   std::condition_variable cv_;
   bool leaving_ = false;
   std::string expelled_, heart_error_;
-  std::int64_t watched_ = 0;
+  std::int64_t watched_ = 0, waiting_ = 0, waiting_epoch_ = 0;
   std::function<void()> abort_;
   std::thread beat_;
 };
