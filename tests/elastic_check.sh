@@ -8,7 +8,9 @@
 #  3. SIGSTOP of one worker: expelled after the heartbeat timeout, the others go on (once the
 #     collective that waits for it reaches its stall timeout: Gloo cannot cancel it); SIGCONT:
 #     it is told it was expelled and ends;
-#  4. the coordinator killed: every worker ends with one clear error, no hang.
+#  4. the coordinator killed: every worker ends with one clear error, no hang; the newest
+#     checkpoint file (--checkpoint) resumes the run under a new coordinator, with the digest of
+#     the same run undisturbed.
 #   elastic_check.sh EXAMPLE COORDINATOR WORKDIR SEED
 set -euo pipefail
 exe="$1" coord="$2" dir="$3" seed="$4"
@@ -49,7 +51,9 @@ R=$(sed -n 's/^epoch 2 starts: round \([0-9]*\) .*/\1/p' "$dir/kill.coordinator.
 [ -n "$R" ] || fail "no epoch 2 in the coordinator's log"
 next_round=$(grep -h 'membership epoch 2:' "$dir"/kill.w*.txt | sed -n 's/.*unix time \([0-9.]*\)).*/\1/p' | head -1)
 recovery=$(echo "$next_round - $killed_at" | bc -l)
-echo "elastic: worker $((victim + 1)) killed; epoch 2 continues from round $R; first round of epoch 2 done $(printf %.3f "$recovery") s after the kill"
+redone=$(sed -n 's/.*took again after losses: \([0-9]*\)/\1/p' "$dir"/kill.w*.txt | sort -u | tr '\n' ' ')
+echo "elastic: worker $((victim + 1)) killed; epoch 2 continues from round $R; first round of epoch 2 done" \
+  "$(printf %.3f "$recovery") s after the kill; steps the survivors took again: ${redone:-0}"
 (( $(echo "$recovery < 1.0" | bc -l) )) || fail "the survivors took $recovery s to complete a round"
 
 start_coordinator replay 3
@@ -81,7 +85,10 @@ got=$(digests "$dir"/join.w*.txt)
 [ "$(echo "$got" | wc -l)" -eq 1 ] || fail "the workers of the join run end with different digests: $got"
 grep -q '^model digest' "$dir/join.w5.txt" || fail "the replacement did not finish the run"
 [ "$(grep -h '^model digest' "$dir"/join.w*.txt | wc -l)" -eq 4 ] || fail "not every worker of the join run finished"
-echo "elastic: a replacement joined after the kill and finished with the others ($(grep -c . "$dir/join.coordinator.txt") log lines)"
+first=$(sed -n 's/.*first round end in the run: .*unix time \([0-9.]*\)).*/\1/p' "$dir/join.w5.txt")
+[ -n "$first" ] || fail "the replacement printed no first round end"
+echo "elastic: a replacement joined after the kill and finished with the others ($(grep -c . "$dir/join.coordinator.txt") log lines);" \
+  "its first round ended $(printf %.3f "$(echo "$first - $asked" | bc -l)") s after it started"
 
 # 3. SIGSTOP and SIGCONT
 start_coordinator stop 2
@@ -101,7 +108,7 @@ echo "elastic: a stopped worker was expelled, the others finished; woken, it end
 # 4. the coordinator killed
 start_coordinator gone 2
 pids=()
-for w in 1 2; do worker "gone.w$w"; pids+=($pid); sleep 0.2; done
+for w in 1 2; do worker "gone.w$w" --checkpoint "$dir/files" --checkpoint-every 5; pids+=($pid); sleep 0.2; done
 sleep 1.5
 kill -9 "$(pgrep -P "$coord_pid")"  # the coordinator (its parent is timeout)
 t0=$(now)
@@ -110,4 +117,21 @@ took=$(echo "$(now) - $t0" | bc -l)
 for w in 1 2; do
   grep -q "127.0.0.1:$port.*\(is gone\|the coordinator stopped\)" "$dir/gone.w$w.txt" || fail "worker $w did not name the lost coordinator"
 done
-echo "elastic: the coordinator killed: both workers ended in $(printf %.1f "$took") s: $(head -1 "$dir/gone.w1.txt")"
+echo "elastic: the coordinator killed: both workers ended in $(printf %.1f "$took") s: $(grep -h TcpStore "$dir/gone.w1.txt")"
+newest=$(for m in "$dir"/files/cocod/round-*/MANIFEST; do [ -e "$m" ] && basename "$(dirname "$m")"; done | tail -1)
+[ -n "$newest" ] || fail "no complete checkpoint in $dir/files/cocod"
+C=$((10#${newest#round-}))
+start_coordinator again 2
+pids=()
+for w in 1 2; do worker "again.w$w" --checkpoint "$dir/files" --checkpoint-every 5 --resume; pids+=($pid); sleep 0.2; done
+for p in "${pids[@]}"; do wait "$p" || fail "a worker resuming from the checkpoint files failed"; done
+kill "$coord_pid"; wait "$coord_pid" || true
+from=$(sed -n 's/.*first round end in the run: round \([0-9]*\),.*/\1/p' "$dir/again.w1.txt")
+[ -n "$from" ] && [ "$((from - 1))" -ge "$C" ] && [ "$(((from - 1) % 5))" -eq 0 ] ||
+  fail "the run did not continue from a checkpoint (its first round: ${from:-none}; the newest checkpoint: round $C)"
+timeout 120 "$exe" --workers 2 --algo cocod --period 4 --epochs 100 --no-progress --brief >"$dir/undisturbed.txt" 2>&1 ||
+  fail "the undisturbed run failed"
+want=$(digests "$dir/undisturbed.txt")
+got=$(digests "$dir"/again.w*.txt)
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "the run resumed from the files ends with $got, the undisturbed one with $want"
+echo "elastic: under a new coordinator the run resumed from its newest checkpoint file (round $((from - 1))) and ends with the undisturbed run's digest"

@@ -35,21 +35,34 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
   cocod::elastic::TrainOptions o;
   o.hostname = args.hostname;
   o.stall_timeout = std::chrono::milliseconds(static_cast<long long>(args.mpi_stall_timeout_s * 1000.0));
+  o.snapshot_every = args.snapshot_every;
   if (args.elastic_leave_after) o.leave_after_round = args.elastic_leave_after;
   o.script.insert(args.elastic_script.begin(), args.elastic_script.end());
+  if (!args.checkpoint.empty()) {  // files too: the fallback when the coordinator is lost
+    o.checkpoints.emplace(checkpoint_folder(args, key, "equal"));
+    o.checkpoint_every = args.checkpoint_every;
+    o.resume = args.resume;
+  }
   std::ofstream curve;
   const auto start = std::chrono::steady_clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double next_point = args.curve_every;
   std::int64_t shown_epoch = 0;
-  // rank 0 of each epoch: a line when the membership changed, and the curve's points
+  bool trained = false;
+  const auto unix_s = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
+  // every worker: a line at its first round end; rank 0 of each epoch: a line when the
+  // membership changed, and the curve's points
   const auto on_round = [&](const cocod::RoundStats& r, const cocod::elastic::Epoch& e, Model& model) {
+    if (!std::exchange(trained, true)) {
+      std::printf("# %.3f s: this worker's first round end in the run: round %zu, membership epoch %lld (unix time %.3f)\n",
+                  seconds(), r.round + 1, static_cast<long long>(e.number), unix_s());
+      std::fflush(stdout);
+    }
     if (e.rank != 0) return;
     if (e.number != shown_epoch) {
       shown_epoch = e.number;
-      const double unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       std::printf("# %.3f s: membership epoch %lld: %d workers, round %zu completed (unix time %.3f)\n", seconds(),
-                  static_cast<long long>(e.number), e.size(), r.round + 1, unix_s);
+                  static_cast<long long>(e.number), e.size(), r.round + 1, unix_s());
       std::fflush(stdout);
     }
     if (args.curve.empty() || r.epoch + 1e-9 < next_point) return;
@@ -69,12 +82,17 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
     }
     Model& model = *result.model;
     const std::string digest = cocod::model_digest(model);
+    for (const std::string& why : result.losses) std::printf("# an epoch of this worker ended: %s\n", why.c_str());
+    if (result.steps_redone > 0) std::printf("# steps this worker took again after losses: %zu\n", result.steps_redone);
     if (result.report->info.rank != 0) {  // every worker's final model, to compare
       std::printf("model digest %s: %s\n", display_name(key).c_str(), digest.c_str());
       return;
     }
-    std::printf("# %.3f s: %s finished: %zu steps, %lld membership epochs seen by this worker\n", seconds(),
-                display_name(key).c_str(), result.report->info.total_steps, static_cast<long long>(result.epochs));
+    const cocod::Report& last = *result.report;  // (of the last membership epoch)
+    std::printf("# %.3f s: %s finished: %zu steps, %lld membership epochs seen by this worker; the last epoch: "
+                "%zu rounds, wall_s %.3f, ms/round %.3f (median)\n",
+                seconds(), display_name(key).c_str(), last.info.total_steps, static_cast<long long>(result.epochs),
+                last.rounds.size() + last.rounds_dropped, last.seconds, last.median_round_s() * 1e3);
     for (const auto& [name, value] : evaluate(model)) {
       std::printf("%s %.6f\n", name.c_str(), value);
       if (!args.curve.empty())

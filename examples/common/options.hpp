@@ -40,6 +40,7 @@ struct Args {
   int min_workers = 0;           // --comm elastic: the least workers in an epoch (0: the coordinator's)
   std::optional<std::size_t> elastic_leave_after;  // --leave-after-round: a scripted leave
   std::vector<std::size_t> elastic_script;         // --replay: the rounds of a log's changes
+  std::size_t snapshot_every = 1;                  // --snapshot-every: rounds between two states kept
   bool link_given = false;       // --bandwidth or --latency on the command line
   bool auto_period = false;      // --period auto: the smallest k with k*c >= m + 2 sd(m), re-measured
   std::size_t max_period = 32;
@@ -299,6 +300,10 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
                   "with --comm elastic: replay a membership log: the members end their epoch\n"
                   "after these rounds (the log's \"starts: round R\"), and only there")
       ->type_name("R,...")->group(g);
+  app_.add_option("--snapshot-every", a_.snapshot_every,
+                  "with --comm elastic: keep the state in memory every R rounds (a loss costs\n"
+                  "the rounds since; each kept state ends the overlap of its round)")
+      ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000000))->group(g);
 #endif
 }
 
@@ -472,14 +477,13 @@ inline Args Cli::settings() const {
     if (a.coordinator.empty()) cli::refuse(program_, "--comm elastic needs --coordinator HOST:PORT");
     if (!given("--algo")) a.algorithms = {"cocod"};
     if (a.algorithms.size() != 1) cli::refuse(program_, "--comm elastic trains one --algo (got " + std::to_string(a.algorithms.size()) + ")");
-    if (!a.checkpoint.empty()) cli::refuse(program_, "--comm elastic does not take --checkpoint (it keeps its states in memory)");
     for (const auto& item : cli::split(text_.replay)) {
       if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9)
         cli::refuse(program_, "--replay takes round numbers, like 12,40 (got '" + text_.replay + "')");
       a.elastic_script.push_back(std::stoull(item));
     }
   } else {
-    for (const char* flag : {"--coordinator", "--min-workers", "--leave-after-round", "--replay"})
+    for (const char* flag : {"--coordinator", "--min-workers", "--leave-after-round", "--replay", "--snapshot-every"})
       if (given(flag)) cli::refuse(program_, std::string(flag) + " needs --comm elastic");
     if (given("--hostname") && a.comm != "gloo") cli::refuse(program_, "--hostname needs --comm gloo or elastic");
   }
