@@ -114,7 +114,9 @@ LISTED = {
         "commands (the quick start; package.quickstart and package.quickstart_mpi build and run it, checking what it prints)",
     ("docs/benchmarks.md", "*"): LONG,
     ("docs/cuda.md", "*"): "commands (a build and a GPU script; no GPU here)",
-    ("docs/elastic.md", "*"): "commands (processes on loopback with a coordinator; example.elastic runs them and checks what they print)",
+    ("docs/elastic.md", "*"): "commands (processes on loopback with a coordinator; example.elastic runs them and checks what they "
+                              "print), and measured tables (benchmarks/elastic.sh and the allreduce benchmark print them: one "
+                              "run's numbers, each with its command)",
     ("docs/language-model.md", "*"): "commands (the demo and the benchmark: minutes of training) and " + LONG,
     ("docs/fashion-mnist.md", "git clone <cocod> && cd cocod && scripts/demo"): "commands",
     ("docs/fashion-mnist.md", "awk -F, 'NR>1 && $5>=0.88 && !($1 in t) {t[$1]=$4} END {for (k in t) print k, t[k]}' results/demo/curve.csv"):
