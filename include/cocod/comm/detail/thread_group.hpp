@@ -35,12 +35,7 @@ class AbortableBarrier {
     std::unique_lock lock(mutex_);
     throw_if_broken();
     const std::uint64_t generation = generation_;
-    if (++count_ == n_) {
-      count_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
+    if (arrive_last()) return;
     cv_.wait(lock, [&] { return generation_ != generation || !reason_.empty() || departed_ >= 0; });
     if (generation_ != generation) return;
     throw_if_broken();
@@ -53,12 +48,7 @@ class AbortableBarrier {
   void arrive_and_wait_all() {
     std::unique_lock lock(mutex_);
     const std::uint64_t generation = generation_;
-    if (++count_ == n_) {
-      count_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
+    if (arrive_last()) return;
     cv_.wait(lock, [&] { return generation_ != generation; });
   }
 
@@ -82,6 +72,15 @@ class AbortableBarrier {
   }
 
  private:
+  // Counts this thread in (the lock held); the last of the n starts the next generation and
+  // wakes the others.
+  bool arrive_last() {
+    if (++count_ < n_) return false;
+    count_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return true;
+  }
   void throw_if_broken() const {
     if (!reason_.empty()) throw Aborted("cocod::comm::Threads: collective aborted: " + reason_);
     if (departed_ >= 0)
