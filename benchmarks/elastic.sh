@@ -55,12 +55,13 @@ if [ "$which" = cost-run ]; then  # (internal) cost-run VARIANT ALGO DIR
         timeout 600 "$exe" --comm gloo --workers 2 --rank "$r" --store "127.0.0.1:$port" --hostname 127.0.0.1 "${serve[@]}" \
           "${args[@]}" >"$dir/run$r.txt" 2>&1 &
       done
-      wait
+      for p in $(jobs -p); do wait "$p"; done
       awk '/^  (CoCoD-SGD|S-SGD) / { print $(NF-4), $(NF-3) }' "$dir/run0.txt" ;;
     elastic|elastic-nostate)
       extra=()
       [ "$variant" = elastic-nostate ] && extra=(--snapshot-every 1000000)
       coordinator "$dir/coordinator.txt" 2
+      trap 'kill "$coord_pid" 2>/dev/null || true' EXIT
       workers=()
       for w in 1 2; do
         timeout 600 "$exe" --comm elastic --coordinator "127.0.0.1:$port" --hostname 127.0.0.1 "${extra[@]}" "${args[@]}" \

@@ -118,7 +118,7 @@ for w in 1 2; do
   grep -q "127.0.0.1:$port.*\(is gone\|the coordinator stopped\)" "$dir/gone.w$w.txt" || fail "worker $w did not name the lost coordinator"
 done
 echo "elastic: the coordinator killed: both workers ended in $(printf %.1f "$took") s: $(grep -h TcpStore "$dir/gone.w1.txt")"
-newest=$(for m in "$dir"/files/cocod/round-*/MANIFEST; do [ -e "$m" ] && basename "$(dirname "$m")"; done | tail -1)
+newest=$(shopt -s nullglob; for m in "$dir"/files/cocod/round-*/MANIFEST; do basename "$(dirname "$m")"; done | tail -1)
 [ -n "$newest" ] || fail "no complete checkpoint in $dir/files/cocod"
 C=$((10#${newest#round-}))
 start_coordinator again 2

@@ -56,7 +56,9 @@ struct TrainOptions {
   std::optional<std::size_t> leave_after_round{};
   /// Checkpoint files as well, the fallback when the coordinator itself is lost: every
   /// `checkpoint_every` rounds (counted as rounds completed) the epoch's members write a
-  /// checkpoint into `checkpoints` (Trainer::save: each its own file, rank 0 the manifest).
+  /// checkpoint into `checkpoints` (Trainer::save: each its own file, rank 0 the manifest), a
+  /// directory every worker sees (a shared file system across machines). Every worker passes
+  /// the same checkpoints, checkpoint_every and resume: they decide which collectives it calls.
   std::optional<Checkpoints> checkpoints{};
   std::size_t checkpoint_every = 10;
   /// An epoch that continues from no round held in memory (the first, or one whose members all
@@ -76,7 +78,8 @@ struct TrainResult {
   std::int64_t epochs = 0;
   std::string log;
   /// The work the membership changes cost this worker: the steps it took again because an
-  /// epoch ended by a loss after the round the next one continued from.
+  /// epoch ended by a loss after the round the next one continued from: the steps it completed
+  /// after that round (the step during which the loss showed is lost too, and not counted).
   std::size_t steps_redone = 0;
   /// Why each of this worker's epochs that ended by a loss ended (what its collective raised:
   /// a lost peer, a refused newcomer, a stall on a member the coordinator expelled).

@@ -211,6 +211,7 @@ class Group {
       throw;
     }
     barrier_.arrive_and_wait_all();  // every worker's buffer stays untouched until all have summed
+    barrier_.check();  // a slice that could not be summed (above): no result to gather
     for (std::size_t q = 0; q < N; ++q) {
       const auto [qlo, qhi] = slice(q, job.count, N);
       if (qhi > qlo) std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));  // (an empty slice's buffer may be null)
