@@ -5,6 +5,7 @@
 // The shared state of comm::Threads: N worker threads, one communication thread per worker
 // that executes that worker's collectives in posting order (a CollectiveQueue), and a barrier that
 // can be aborted so that no thread is left waiting when another fails or leaves.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +65,12 @@ class AbortableBarrier {
     throw_if_broken();
   }
 
+  /// Throws only if the group was aborted (a member that has left since is no failure here).
+  void check_aborted() {
+    std::lock_guard lock(mutex_);
+    throw_if_aborted();
+  }
+
   /// A member will never arrive again; anyone waiting now or later fails.
   void depart(int rank) {
     std::lock_guard lock(mutex_);
@@ -81,8 +88,11 @@ class AbortableBarrier {
     cv_.notify_all();
     return true;
   }
-  void throw_if_broken() const {
+  void throw_if_aborted() const {
     if (!reason_.empty()) throw Aborted("cocod::comm::Threads: collective aborted: " + reason_);
+  }
+  void throw_if_broken() const {
+    throw_if_aborted();
     if (departed_ >= 0)
       throw DistributedError("cocod::comm::Threads: worker " + std::to_string(departed_) +
                              " returned while this worker waits in a collective (the workers "
@@ -206,12 +216,13 @@ class Group {
       sum_in_rank_order(reinterpret_cast<T*>(out.data()), hi - lo, N,
                         [&](std::size_t q) { return static_cast<const T*>(posted_[q].data) + lo; });
     } catch (...) {  // (no memory for the slice): the others still finish reading before this fails
+      slice_failed_ = true;
       barrier_.abort("worker " + std::to_string(rank) + "'s communication thread could not sum its slice");
       barrier_.arrive_and_wait_all();
       throw;
     }
     barrier_.arrive_and_wait_all();  // every worker's buffer stays untouched until all have summed
-    barrier_.check();  // a slice that could not be summed (above): no result to gather
+    if (slice_failed_) barrier_.check_aborted();  // a slice that could not be summed (above): no result to gather
     for (std::size_t q = 0; q < N; ++q) {
       const auto [qlo, qhi] = slice(q, job.count, N);
       if (qhi > qlo) std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));  // (an empty slice's buffer may be null)
@@ -236,6 +247,7 @@ class Group {
   AbortableBarrier barrier_;
   std::vector<Job> posted_;  // each worker's current collective, read by all
   std::vector<std::vector<std::byte>> partial_;
+  std::atomic<bool> slice_failed_{false};  // a thread could not sum its slice (the group is aborted for good)
   std::vector<std::unique_ptr<Channel>> channels_;
 };
 
