@@ -55,6 +55,9 @@ redone=$(sed -n 's/.*took again after losses: \([0-9]*\)/\1/p' "$dir"/kill.w*.tx
 echo "elastic: worker $((victim + 1)) killed; epoch 2 continues from round $R; first round of epoch 2 done" \
   "$(printf %.3f "$recovery") s after the kill; steps the survivors took again: ${redone:-0}"
 (( $(echo "$recovery < 1.0" | bc -l) )) || fail "the survivors took $recovery s to complete a round"
+for n in $redone; do  # at most the round after R (when R is the one before the kill) and less: 2k - 1
+  [ "$n" -le 7 ] || fail "a survivor took $n steps again (more than 2 rounds of k = 4 minus the one in flight)"
+done
 
 start_coordinator replay 3
 pids=()

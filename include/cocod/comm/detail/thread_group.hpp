@@ -65,12 +65,6 @@ class AbortableBarrier {
     throw_if_broken();
   }
 
-  /// Throws only if the group was aborted (a member that has left since is no failure here).
-  void check_aborted() {
-    std::lock_guard lock(mutex_);
-    throw_if_aborted();
-  }
-
   /// A member will never arrive again; anyone waiting now or later fails.
   void depart(int rank) {
     std::lock_guard lock(mutex_);
@@ -88,11 +82,8 @@ class AbortableBarrier {
     cv_.notify_all();
     return true;
   }
-  void throw_if_aborted() const {
-    if (!reason_.empty()) throw Aborted("cocod::comm::Threads: collective aborted: " + reason_);
-  }
   void throw_if_broken() const {
-    throw_if_aborted();
+    if (!reason_.empty()) throw Aborted("cocod::comm::Threads: collective aborted: " + reason_);
     if (departed_ >= 0)
       throw DistributedError("cocod::comm::Threads: worker " + std::to_string(departed_) +
                              " returned while this worker waits in a collective (the workers "
@@ -222,7 +213,7 @@ class Group {
       throw;
     }
     barrier_.arrive_and_wait_all();  // every worker's buffer stays untouched until all have summed
-    if (slice_failed_) barrier_.check_aborted();  // a slice that could not be summed (above): no result to gather
+    if (slice_failed_) throw Aborted("cocod::comm::Threads: collective aborted: a communication thread could not sum its slice");
     for (std::size_t q = 0; q < N; ++q) {
       const auto [qlo, qhi] = slice(q, job.count, N);
       if (qhi > qlo) std::memcpy(mine + qlo, partial_[q].data(), (qhi - qlo) * sizeof(T));  // (an empty slice's buffer may be null)
