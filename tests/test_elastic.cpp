@@ -247,7 +247,7 @@ struct Fleet {
 
   template <template <class...> class A>
   void start(const cocod_test::Setup& s, std::size_t steps, cocod::elastic::TrainOptions o,
-             std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&)> fault = {},
+             std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&, Member&)> fault = {},
              double learning_rate = 0) {
     threads.emplace_back([this, s, steps, o, delay, fault, learning_rate]() mutable {
       std::this_thread::sleep_for(delay);
@@ -268,7 +268,7 @@ struct Fleet {
                          cocod_test::family_of<Trainer>(setup));
             },
             [&](const cocod::RoundStats& r, const Epoch&, const Model&) {
-              if (fault) fault(r);
+              if (fault) fault(r, m);
             });
         std::lock_guard lock(mutex);
         if (result.report) models[id] = result.model->x;
@@ -332,7 +332,7 @@ TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they
     // (started apart, so that ids follow the order: the data of a worker follows its id)
     fleet.start<cocod::Optimizer>(setup(), 60, {});
     fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms);
-    fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms, [](const cocod::RoundStats& r) {
+    fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms, [](const cocod::RoundStats& r, Member&) {
       if (r.round == 5) throw Vanish("vanished");
     });
     fleet.join();
@@ -372,7 +372,7 @@ TEST_CASE("a worker lost before the first round end of an epoch: the next contin
   o.snapshot_every = 4;
   fleet.start<cocod::Optimizer>(setup(), 60, o);
   fleet.start<cocod::Optimizer>(setup(), 60, o, 50ms);
-  fleet.start<cocod::Optimizer>(setup(), 60, o, 100ms, [](const cocod::RoundStats& r) {
+  fleet.start<cocod::Optimizer>(setup(), 60, o, 100ms, [](const cocod::RoundStats& r, Member&) {
     if (r.round == 4) throw Vanish("vanished");
   });
   fleet.join();
@@ -384,13 +384,14 @@ TEST_CASE("a worker lost before the first round end of an epoch: the next contin
 }
 
 namespace {
-// Members that wait, at round end `at`, until a newcomer waits to be admitted (so that the
-// scripted admission finds it there).
-std::function<void(const cocod::RoundStats&)> hold_until_waiting(const Coordinator& c, std::size_t at) {
-  return [&c, at, held = std::make_shared<bool>(false)](const cocod::RoundStats& r) {
+// Members that wait, at round end `at`, until they see a newcomer waiting to be admitted (their
+// heartbeat read it from the coordinator), so that the admission, scripted or asked by the
+// members, finds it there however slowly the machine runs.
+std::function<void(const cocod::RoundStats&, Member&)> hold_until_waiting(std::size_t at) {
+  return [at, held = std::make_shared<bool>(false)](const cocod::RoundStats& r, Member& m) {
     if (r.round + 1 != at || std::exchange(*held, true)) return;
     const auto deadline = Clock::now() + 10s;
-    while (c.waiting() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
+    while (m.waiting() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
   };
 }
 
@@ -403,8 +404,8 @@ std::vector<double> leave_and_join(const cocod_test::Setup& s) {
   cocod::elastic::TrainOptions member, leaver;
   member.script = {3, 6};
   leaver.leave_after_round = 3;
-  fleet.start<A>(s, 40, member, 0ms, hold_until_waiting(c, 6));
-  fleet.start<A>(s, 40, member, 50ms, hold_until_waiting(c, 6));
+  fleet.start<A>(s, 40, member, 0ms, hold_until_waiting(6));
+  fleet.start<A>(s, 40, member, 50ms, hold_until_waiting(6));
   fleet.start<A>(s, 40, leaver, 100ms);
   while (!logged(c, "starts: round 3 donor 1")) std::this_thread::sleep_for(2ms);
   cocod::elastic::TrainOptions joiner;
@@ -444,8 +445,8 @@ TEST_CASE("a newcomer with other settings is refused by name; the members go on 
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
   Fleet fleet{c, {}, {}, {}, {}};
   cocod::elastic::TrainOptions member;
-  fleet.start<cocod::Optimizer>(setup(), 60, member, 0ms, hold_until_waiting(c, 1));
-  fleet.start<cocod::Optimizer>(setup(), 60, member, 50ms, hold_until_waiting(c, 1));
+  fleet.start<cocod::Optimizer>(setup(), 60, member, 0ms, hold_until_waiting(1));
+  fleet.start<cocod::Optimizer>(setup(), 60, member, 50ms, hold_until_waiting(1));
   while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
   fleet.start<cocod::Optimizer>(setup(), 60, {}, 0ms, {}, 0.01);  // another learning rate
   fleet.join();
