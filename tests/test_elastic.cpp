@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <functional>
@@ -441,6 +442,58 @@ TEST_CASE("every algorithm and the family's exchanges survive a leave and a join
   leave_and_join<cocod::LocalSGD>(s);
 }
 
+namespace {
+// The local update's state (the momentum buffer) in a state's bytes.
+std::vector<double> velocity_of(const cocod::elastic::Snapshots::State& state) {
+  const cocod::checkpoint::FileReader file(state.bytes, "state");
+  return file.fields("update").values<double>("velocity");
+}
+}  // namespace
+
+TEST_CASE("a member continues with its own momentum of the round it continues from; a newcomer with the donor's") {
+  // 2 workers keep their states at their second round end, take a round more (their momentum
+  // moves on), then continue from that round end as a new epoch would: once both holding it,
+  // once with worker 1 holding nothing (a newcomer).
+  for (const bool newcomer : {false, true}) {
+    CAPTURE(newcomer);
+    std::vector<std::vector<double>> kept(2), continued(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      using Trainer = cocod::Optimizer<Model, cocod::comm::Threads>;
+      const auto r = static_cast<std::size_t>(comm.rank());
+      cocod::elastic::Snapshots snapshots;
+      Model model(50, 13, 500 + r);
+      auto first = cocod_test::make<Trainer>(comm, setup());
+      first.begin(model, cocod::Steps{60});
+      for (std::size_t ended = 0; ended < 2;) {
+        first.step(model, first.next_batch());
+        ended += first.round_ended();
+      }
+      first.save(model, snapshots);
+      kept[r] = velocity_of(snapshots.held().back());
+      const std::size_t round = snapshots.held().back().round;
+      for (std::size_t ended = 0; ended < 1;) {
+        first.step(model, first.next_batch());
+        ended += first.round_ended();
+      }
+      first.save(model, snapshots);
+      CHECK(velocity_of(snapshots.held().back()) != kept[r]);  // it moved on
+      (void)first.finish(model);
+      if (newcomer && r == 1) snapshots.clear();
+      snapshots.plan({.round = round, .donor = 0, .epoch = 2});
+      Model next(50, 13, 500 + r);
+      auto second = cocod_test::make<Trainer>(comm, setup());
+      const cocod::Resumed from = second.resume(next, snapshots, cocod::Steps{60});
+      CHECK(from.round == round);
+      second.save(next, snapshots);  // the state it continues from, at once
+      continued[r] = velocity_of(snapshots.held().back());
+    });
+    REQUIRE(kept[0].size() == 13);  // one per parameter
+    CHECK(kept[0] != kept[1]);  // each worker's own
+    CHECK(continued[0] == kept[0]);
+    CHECK(continued[1] == (newcomer ? kept[0] : kept[1]));
+  }
+}
+
 TEST_CASE("a newcomer with other settings is refused by name; the members go on without it") {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
   Fleet fleet{c, {}, {}, {}, {}};
@@ -456,6 +509,27 @@ TEST_CASE("a newcomer with other settings is refused by name; the members go on 
   CHECK(fleet.errors[3].find("in-memory state of round") != std::string::npos);
   CHECK(fleet.models.size() == 2);
   CHECK(logged(c, "lost worker 3"));
+}
+
+TEST_CASE("a newcomer with other checkpoint settings is refused by name; the members go on without it") {
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 0ms, hold_until_waiting(1));
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms, hold_until_waiting(1));
+  while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
+  cocod::elastic::TrainOptions other;
+  other.checkpoints.emplace("/tmp/cocod_test_elastic_unused_" + std::to_string(::getpid()));
+  fleet.start<cocod::Optimizer>(setup(), 60, other);
+  fleet.join();
+  INFO(joined(c.log()));
+  REQUIRE(fleet.errors.count(3) == 1);
+  CHECK(fleet.errors[3] ==
+        "cocod::elastic::TrainOptions: checkpoints differs from the run's (rank 0 of epoch 2: none, this worker: a directory): "
+        "every worker passes the same checkpoints, checkpoint_every and resume");
+  CHECK(fleet.models.size() == 2);
+  CHECK(logged(c, "lost worker 3"));
+  std::error_code ignored;
+  std::filesystem::remove_all(other.checkpoints->directory(), ignored);  // (nothing was written there)
 }
 
 // As a member process: "--member HOST:PORT": joins, then checks every 20 ms whether it was

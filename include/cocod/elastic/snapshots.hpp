@@ -4,9 +4,11 @@
 // (no collective, no file), and Trainer::resume(model, snapshots, stop) continues a run in a new
 // membership epoch from round R of the plan the coordinator chose: x = the weighted average of
 // the continuing workers' models at R (weights renormalized over them: only a lost worker's
-// contribution goes), their step and round counters; the data as the new workers shard it; the
-// local update's state, the algorithm's, the sampler and the schedule's plan start anew, as a
-// resume with ResumeOptions::workers_may_change does from files. A newcomer checks the donor's
+// contribution goes), their step and round counters; the data as the new workers shard it; each
+// worker keeps its own local update's state at R (its momentum or Adam moments; a newcomer takes
+// the donor's); the algorithm's state (the exchanges in flight, an outer optimizer's momentum,
+// error feedback), the sampler and the schedule's plan start anew, as a resume with
+// ResumeOptions::workers_may_change does from files. A newcomer checks the donor's
 // state against its own settings first: one with other options is refused by name
 // (CheckpointError on the newcomer; elastic::Refused on the others, who go on without it).
 #include <cstddef>
@@ -166,6 +168,7 @@ class Session {
     }
     store_.clear();
     begin();
+    state_.load_update(mine ? *mine : donor);  // its own momentum (a newcomer: the donor's)
     run_.loop().pos().step = static_cast<std::size_t>(h.step);
     run_.loop().pos().round = static_cast<std::size_t>(h.round);
     Resumed r{true, static_cast<std::size_t>(h.round), static_cast<std::size_t>(h.step), static_cast<int>(h.workers), name};

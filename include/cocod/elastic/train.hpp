@@ -22,7 +22,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <iterator>
 #include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -58,7 +61,8 @@ struct TrainOptions {
   /// `checkpoint_every` rounds (counted as rounds completed) the epoch's members write a
   /// checkpoint into `checkpoints` (Trainer::save: each its own file, rank 0 the manifest), a
   /// directory every worker sees (a shared file system across machines). Every worker passes
-  /// the same checkpoints, checkpoint_every and resume: they decide which collectives it calls.
+  /// the same checkpoints, checkpoint_every and resume (they decide which collectives it calls):
+  /// a worker that differs from its epoch's other members is refused, naming the field.
   std::optional<Checkpoints> checkpoints{};
   std::size_t checkpoint_every = 10;
   /// An epoch that continues from no round held in memory (the first, or one whose members all
@@ -90,6 +94,37 @@ namespace train_detail {
 // What the members of an epoch must agree on about a round they hold: its step count (their
 // states themselves differ, each worker's own).
 inline std::string position_of(const Snapshots::State& s) { return "step" + std::to_string(s.step); }
+// Every member of an epoch passes the same checkpoint settings (they decide which collectives it
+// calls): each puts its own in its slots; a worker whose settings differ from the reference
+// member's (the donor, or rank 0 in a fresh epoch) ends with std::invalid_argument naming the
+// field, and the others go on to the next epoch without it (Refused), as with a refused newcomer.
+inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, int reference, std::int64_t epoch) {
+  const char* names[] = {"checkpoints", "checkpoint_every", "resume"};
+  const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank()), k = std::size(names);
+  std::vector<double> slots(n * k, 0.0);
+  slots[rank * k] = o.checkpoints ? 1.0 : 0.0;
+  slots[rank * k + 1] = o.checkpoints ? static_cast<double>(o.checkpoint_every) : 0.0;
+  slots[rank * k + 2] = o.resume ? 1.0 : 0.0;
+  comm.all_reduce(std::span<double>(slots));
+  const auto ref = static_cast<std::size_t>(reference);
+  const auto differs = [&](std::size_t j) -> std::optional<std::size_t> {
+    for (std::size_t f = 0; f < k; ++f)
+      if (slots[j * k + f] != slots[ref * k + f]) return f;
+    return std::nullopt;
+  };
+  const auto shown = [&](std::size_t j, std::size_t f) {
+    const double v = slots[j * k + f];
+    return f == 1 ? std::to_string(static_cast<std::size_t>(v)) : f == 0 ? (v != 0 ? "a directory" : "none") : (v != 0 ? "true" : "false");
+  };
+  if (const auto f = differs(rank))
+    throw std::invalid_argument(std::string("cocod::elastic::TrainOptions: ") + names[*f] + " differs from the run's (rank " +
+                                std::to_string(ref) + " of epoch " + std::to_string(epoch) + ": " + shown(ref, *f) +
+                                ", this worker: " + shown(rank, *f) + "): every worker passes the same checkpoints, checkpoint_every and resume");
+  for (std::size_t j = 0; j < n; ++j)
+    if (const auto f = differs(j))
+      throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(epoch) + " was refused: its TrainOptions::" +
+                    names[*f] + " differs from the run's");
+}
 struct NoHook {
   template <class... A>
   void operator()(A&&...) const noexcept {}
@@ -105,7 +140,8 @@ struct NoHook {
 /// run ended before it was admitted. Throws Expelled if the coordinator expelled this worker,
 /// CommunicationError when the coordinator is gone (TrainOptions::checkpoints then holds the newest
 /// checkpoint to resume from), std::invalid_argument naming a TrainOptions field that cannot be
-/// used (snapshot_every 0, resume without checkpoints), CheckpointError for a checkpoint that does
+/// used (snapshot_every 0, resume without checkpoints) or that differs from the epoch's other
+/// members' (checkpoints, checkpoint_every, resume: the others go on without this worker), CheckpointError for a checkpoint that does
 /// not fit, and any failure that is not a lost peer (a peer's own error ends every worker, as in
 /// comm::Gloo).
 template <class Trainer, class Stop, class MakeModel, class Construct, class OnRound = train_detail::NoHook>
@@ -164,6 +200,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       model.reset();
       model.emplace(make(epoch.rank, epoch.size()));
       construct(opt, comm);
+      train_detail::agree_settings(comm, o, plan.donor, epoch.number);
       Resumed from;
       if (!epoch.round && o.resume) {
         snapshots.clear();

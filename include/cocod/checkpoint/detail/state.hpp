@@ -52,6 +52,12 @@ class State {
     cocod::detail::LoadArchive a(file);
     parts(a, model, x);
   }
+  /// Restores only the local update's state (its momentum or moments) from a file that fits
+  /// this run, in a run just begun: a member of a new elastic epoch keeps its own.
+  void load_update(const FileReader& file) {
+    cocod::detail::LoadArchive a(file);
+    cocod::detail::section(a, "update", [&](auto& f) { update(f); });
+  }
   /// Throws CheckpointError unless `file` (rank `rank`'s of checkpoint `c`) fits this run: its
   /// header, every setting field by field (with another number of workers, `any_workers`, the
   /// speeds may differ), and the manifest's round and step.
@@ -80,18 +86,20 @@ class State {
     return {Rule::name, sizeof(T), static_cast<std::uint32_t>(comm.size()), static_cast<std::uint32_t>(comm.rank()),
             parameters, pos.round, pos.step, run_.loop().info().weight};
   }
+  template <class Fields>
+  void update(Fields& f) {
+    if constexpr (requires { run_.update_state().serialize(f); })
+      run_.update_state().serialize(f);
+    else  // (a compile error would break optimize() for every update rule without checkpoints)
+      throw std::logic_error("cocod: the Update's State cannot be checkpointed: give it a member `template <class "
+                             "Archive> void serialize(Archive& a)` that names its run state, empty if it has none");
+  }
   template <class Archive, class Model>
   void parts(Archive& a, Model& model, Span x) {
     using cocod::detail::section;
     section(a, "position", [&](auto& f) { run_.loop().serialize_position(f); });
     section(a, "sampler", [&](auto& f) { run_.loop().serialize_sampler(f); });
-    section(a, "update", [&](auto& f) {
-      if constexpr (requires { run_.update_state().serialize(f); })
-        run_.update_state().serialize(f);
-      else  // (a compile error would break optimize() for every update rule without checkpoints)
-        throw std::logic_error("cocod: the Update's State cannot be checkpointed: give it a member `template <class "
-                               "Archive> void serialize(Archive& a)` that names its run state, empty if it has none");
-    });
+    section(a, "update", [&](auto& f) { update(f); });
     section(a, "window", [&](auto& f) { run_.window().serialize(f); });
     section(a, "votes", [&](auto& f) { run_.reducer().votes().serialize(f); });
     section(a, "guard", [&](auto& f) { run_.guard().serialize(f); });
