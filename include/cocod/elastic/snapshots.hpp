@@ -166,9 +166,9 @@ class Session {
       const auto s = (mine ? *mine : donor).fields("model").bytes("state");
       model.load_state(s);
     }
-    store_.clear();
     begin();
     state_.load_update(mine ? *mine : donor);  // its own momentum (a newcomer: the donor's)
+    store_.clear();  // (after the last read of its state: `mine` reads its bytes)
     run_.loop().pos().step = static_cast<std::size_t>(h.step);
     run_.loop().pos().round = static_cast<std::size_t>(h.round);
     Resumed r{true, static_cast<std::size_t>(h.round), static_cast<std::size_t>(h.step), static_cast<int>(h.workers), name};
