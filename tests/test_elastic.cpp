@@ -443,22 +443,29 @@ TEST_CASE("every algorithm and the family's exchanges survive a leave and a join
 }
 
 namespace {
-// The local update's state (the momentum buffer) in a state's bytes.
-std::vector<double> velocity_of(const cocod::elastic::Snapshots::State& state) {
+// The local update's state in a state's bytes: its buffers in turn (and Adam's step count).
+std::vector<double> update_state_of(const cocod::elastic::Snapshots::State& state, const std::vector<std::string>& buffers) {
   const cocod::checkpoint::FileReader file(state.bytes, "state");
-  return file.fields("update").values<double>("velocity");
+  auto f = file.fields("update");
+  std::vector<double> all;
+  for (const auto& name : buffers) {
+    const auto v = f.values<double>(name);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  if (buffers.size() == 2) all.push_back(static_cast<double>(f.value<std::uint64_t>("steps")));
+  return all;
 }
-}  // namespace
 
-TEST_CASE("a member continues with its own momentum of the round it continues from; a newcomer with the donor's") {
-  // 2 workers keep their states at their second round end, take a round more (their momentum
-  // moves on), then continue from that round end as a new epoch would: once both holding it,
-  // once with worker 1 holding nothing (a newcomer).
+// 2 workers keep their states at their second round end, take a round more (their local
+// update's state moves on), then continue from that round end as a new epoch would: once both
+// holding it, once with worker 1 holding nothing (a newcomer).
+template <class Update>
+void check_own_update_state(const std::vector<std::string>& buffers) {
   for (const bool newcomer : {false, true}) {
     CAPTURE(newcomer);
     std::vector<std::vector<double>> kept(2), continued(2);
     cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
-      using Trainer = cocod::Optimizer<Model, cocod::comm::Threads>;
+      using Trainer = cocod::CoCoDSGD<Model, cocod::comm::Threads, cocod::schedule::Fixed<>, Update>;
       const auto r = static_cast<std::size_t>(comm.rank());
       cocod::elastic::Snapshots snapshots;
       Model model(50, 13, 500 + r);
@@ -469,14 +476,14 @@ TEST_CASE("a member continues with its own momentum of the round it continues fr
         ended += first.round_ended();
       }
       first.save(model, snapshots);
-      kept[r] = velocity_of(snapshots.held().back());
+      kept[r] = update_state_of(snapshots.held().back(), buffers);
       const std::size_t round = snapshots.held().back().round;
       for (std::size_t ended = 0; ended < 1;) {
         first.step(model, first.next_batch());
         ended += first.round_ended();
       }
       first.save(model, snapshots);
-      CHECK(velocity_of(snapshots.held().back()) != kept[r]);  // it moved on
+      CHECK(update_state_of(snapshots.held().back(), buffers) != kept[r]);  // it moved on
       (void)first.finish(model);
       if (newcomer && r == 1) snapshots.clear();
       snapshots.plan({.round = round, .donor = 0, .epoch = 2});
@@ -485,13 +492,19 @@ TEST_CASE("a member continues with its own momentum of the round it continues fr
       const cocod::Resumed from = second.resume(next, snapshots, cocod::Steps{60});
       CHECK(from.round == round);
       second.save(next, snapshots);  // the state it continues from, at once
-      continued[r] = velocity_of(snapshots.held().back());
+      continued[r] = update_state_of(snapshots.held().back(), buffers);
     });
-    REQUIRE(kept[0].size() == 13);  // one per parameter
-    CHECK(kept[0] != kept[1]);  // each worker's own
+    REQUIRE(kept[0].size() >= 13);  // (at least one value per parameter)
+    CHECK(kept[0] != kept[1]);      // each worker's own
     CHECK(continued[0] == kept[0]);
     CHECK(continued[1] == (newcomer ? kept[0] : kept[1]));
   }
+}
+}  // namespace
+
+TEST_CASE("a member continues with its own momentum of the round it continues from; a newcomer with the donor's") {
+  check_own_update_state<cocod::update::Sgd>({"velocity"});
+  check_own_update_state<cocod::update::AdamW>({"first_moment", "second_moment"});  // and the step count
 }
 
 TEST_CASE("a newcomer with other settings is refused by name; the members go on without it") {
@@ -525,11 +538,30 @@ TEST_CASE("a newcomer with other checkpoint settings is refused by name; the mem
   REQUIRE(fleet.errors.count(3) == 1);
   CHECK(fleet.errors[3] ==
         "cocod::elastic::TrainOptions: checkpoints differs from the run's (rank 0 of epoch 2: none, this worker: a directory): "
-        "every worker passes the same checkpoints, checkpoint_every and resume");
+        "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
   CHECK(fleet.models.size() == 2);
   CHECK(logged(c, "lost worker 3"));
   std::error_code ignored;
   std::filesystem::remove_all(other.checkpoints->directory(), ignored);  // (nothing was written there)
+}
+
+TEST_CASE("in a first epoch the settings most workers pass are the run's, whichever rank differs") {
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 500ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  cocod::elastic::TrainOptions odd;
+  odd.snapshot_every = 2;
+  fleet.start<cocod::Optimizer>(setup(), 60, odd);  // worker 1: rank 0 of epoch 1
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms);
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms);
+  fleet.join();
+  INFO(joined(c.log()));
+  REQUIRE(logged(c, "epoch 1: workers 1,2,3"));
+  REQUIRE(fleet.errors.count(1) == 1);
+  CHECK(fleet.errors[1] ==
+        "cocod::elastic::TrainOptions: snapshot_every differs from the run's (rank 1 of epoch 1: 1, this worker: 2): "
+        "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
+  CHECK(fleet.models.size() == 2);  // workers 2 and 3 go on without it
+  CHECK(logged(c, "lost worker 1"));
 }
 
 // As a member process: "--member HOST:PORT": joins, then checks every 20 ms whether it was

@@ -33,8 +33,10 @@
 
 namespace cocod::elastic {
 
-/// The members of a new epoch refused a newcomer whose settings differ from the run's (it ends
-/// with the CheckpointError naming what differs); they go on to the next epoch without it.
+/// The members of a new epoch refused a worker whose settings differ from the run's (a newcomer
+/// whose options differ from the donor's state ends with the CheckpointError naming what
+/// differs; a worker whose elastic TrainOptions differ, with std::invalid_argument); they go on
+/// to the next epoch without it.
 class Refused : public Aborted {
  public:
   using Aborted::Aborted;
@@ -168,7 +170,10 @@ class Session {
     }
     begin();
     state_.load_update(mine ? *mine : donor);  // its own momentum (a newcomer: the donor's)
-    store_.clear();  // (after the last read of its state: `mine` reads its bytes)
+    // Dropped only now (`mine` reads its bytes): a loss during begin() leaves this worker its
+    // states, so that the next epoch still finds round R held (the members that got this far
+    // hold R's continuation instead; the steps agree, the next consensus averages both).
+    store_.clear();
     run_.loop().pos().step = static_cast<std::size_t>(h.step);
     run_.loop().pos().round = static_cast<std::size_t>(h.round);
     Resumed r{true, static_cast<std::size_t>(h.round), static_cast<std::size_t>(h.step), static_cast<int>(h.workers), name};

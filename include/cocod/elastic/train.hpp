@@ -17,16 +17,18 @@
 // comm::Gloo (or comm::Threads). With changes, a run is reproducible given its membership log:
 // TrainOptions::script replays its changes (each "epoch e starts: round R" of the log) at the
 // same rounds, with the same bits.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <optional>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -61,8 +63,10 @@ struct TrainOptions {
   /// `checkpoint_every` rounds (counted as rounds completed) the epoch's members write a
   /// checkpoint into `checkpoints` (Trainer::save: each its own file, rank 0 the manifest), a
   /// directory every worker sees (a shared file system across machines). Every worker passes
-  /// the same checkpoints, checkpoint_every and resume (they decide which collectives it calls):
-  /// a worker that differs from its epoch's other members is refused, naming the field.
+  /// the same checkpoints (set on all or on none), checkpoint_every, resume and snapshot_every
+  /// (they decide which collectives it calls and which rounds it holds): a worker that differs
+  /// from the epoch's donor (or, in an epoch that continues from no round, from what most
+  /// members pass) ends with std::invalid_argument naming the field.
   std::optional<Checkpoints> checkpoints{};
   std::size_t checkpoint_every = 10;
   /// An epoch that continues from no round held in memory (the first, or one whose members all
@@ -86,7 +90,8 @@ struct TrainResult {
   /// after that round (the step during which the loss showed is lost too, and not counted).
   std::size_t steps_redone = 0;
   /// Why each of this worker's epochs that ended by a loss ended (what its collective raised:
-  /// a lost peer, a refused newcomer, a stall on a member the coordinator expelled).
+  /// a lost peer, a worker whose settings were refused, a stall on a member the coordinator
+  /// expelled).
   std::vector<std::string> losses;
 };
 
@@ -94,19 +99,28 @@ namespace train_detail {
 // What the members of an epoch must agree on about a round they hold: its step count (their
 // states themselves differ, each worker's own).
 inline std::string position_of(const Snapshots::State& s) { return "step" + std::to_string(s.step); }
-// Every member of an epoch passes the same checkpoint settings (they decide which collectives it
-// calls): each puts its own in its slots; a worker whose settings differ from the reference
-// member's (the donor, or rank 0 in a fresh epoch) ends with std::invalid_argument naming the
-// field, and the others go on to the next epoch without it (Refused), as with a refused newcomer.
-inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, int reference, std::int64_t epoch) {
-  const char* names[] = {"checkpoints", "checkpoint_every", "resume"};
+// Every member of an epoch passes the same checkpoint and snapshot settings (they decide which
+// collectives it calls and which rounds it holds): each puts its own in its slots; a worker whose
+// settings differ from the reference ends with std::invalid_argument naming the field, and the
+// others go on to the next epoch without it (Refused), as with a refused newcomer. The reference
+// is the donor when the epoch continues from a round (it agreed in an earlier epoch), else the
+// settings most members pass (ties: the lowest rank's).
+inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, std::optional<int> donor, std::int64_t epoch) {
+  const char* names[] = {"checkpoints", "checkpoint_every", "resume", "snapshot_every"};
   const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank()), k = std::size(names);
   std::vector<double> slots(n * k, 0.0);
   slots[rank * k] = o.checkpoints ? 1.0 : 0.0;
   slots[rank * k + 1] = o.checkpoints ? static_cast<double>(o.checkpoint_every) : 0.0;
   slots[rank * k + 2] = o.resume ? 1.0 : 0.0;
+  slots[rank * k + 3] = static_cast<double>(o.snapshot_every);
   comm.all_reduce(std::span<double>(slots));
-  const auto ref = static_cast<std::size_t>(reference);
+  const auto same = [&](std::size_t i, std::size_t j) { return std::equal(&slots[i * k], &slots[i * k] + k, &slots[j * k]); };
+  std::size_t ref = donor ? static_cast<std::size_t>(*donor) : 0, most = 0;
+  for (std::size_t i = 0; !donor && i < n; ++i) {
+    std::size_t count = 0;
+    for (std::size_t j = 0; j < n; ++j) count += same(i, j) ? 1 : 0;
+    if (count > most) std::tie(ref, most) = std::pair{i, count};
+  }
   const auto differs = [&](std::size_t j) -> std::optional<std::size_t> {
     for (std::size_t f = 0; f < k; ++f)
       if (slots[j * k + f] != slots[ref * k + f]) return f;
@@ -114,16 +128,25 @@ inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, int referenc
   };
   const auto shown = [&](std::size_t j, std::size_t f) {
     const double v = slots[j * k + f];
-    return f == 1 ? std::to_string(static_cast<std::size_t>(v)) : f == 0 ? (v != 0 ? "a directory" : "none") : (v != 0 ? "true" : "false");
+    return f == 1 || f == 3 ? std::to_string(static_cast<std::size_t>(v)) : f == 0 ? (v != 0 ? "a directory" : "none") : (v != 0 ? "true" : "false");
   };
   if (const auto f = differs(rank))
     throw std::invalid_argument(std::string("cocod::elastic::TrainOptions: ") + names[*f] + " differs from the run's (rank " +
                                 std::to_string(ref) + " of epoch " + std::to_string(epoch) + ": " + shown(ref, *f) +
-                                ", this worker: " + shown(rank, *f) + "): every worker passes the same checkpoints, checkpoint_every and resume");
+                                ", this worker: " + shown(rank, *f) +
+                                "): every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
   for (std::size_t j = 0; j < n; ++j)
     if (const auto f = differs(j))
       throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(epoch) + " was refused: its TrainOptions::" +
                     names[*f] + " differs from the run's");
+}
+// A worker that ends with an error of its own (its settings refused) first tells the
+// coordinator it leaves, so that the others need not wait for its connection to close.
+inline void leave_quietly(Member& member) noexcept {
+  try {
+    member.leave();
+  } catch (...) {  // (the coordinator gone: the error being thrown says more)
+  }
 }
 struct NoHook {
   template <class... A>
@@ -140,8 +163,8 @@ struct NoHook {
 /// run ended before it was admitted. Throws Expelled if the coordinator expelled this worker,
 /// CommunicationError when the coordinator is gone (TrainOptions::checkpoints then holds the newest
 /// checkpoint to resume from), std::invalid_argument naming a TrainOptions field that cannot be
-/// used (snapshot_every 0, resume without checkpoints) or that differs from the epoch's other
-/// members' (checkpoints, checkpoint_every, resume: the others go on without this worker), CheckpointError for a checkpoint that does
+/// used (snapshot_every 0, resume without checkpoints) or that differs from the run's
+/// (checkpoints, checkpoint_every, resume, snapshot_every: the others go on without this worker), CheckpointError for a checkpoint that does
 /// not fit, and any failure that is not a lost peer (a peer's own error ends every worker, as in
 /// comm::Gloo).
 template <class Trainer, class Stop, class MakeModel, class Construct, class OnRound = train_detail::NoHook>
@@ -200,13 +223,21 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       model.reset();
       model.emplace(make(epoch.rank, epoch.size()));
       construct(opt, comm);
-      train_detail::agree_settings(comm, o, plan.donor, epoch.number);
       Resumed from;
-      if (!epoch.round && o.resume) {
-        snapshots.clear();
-        from = opt->resume(*model, *o.checkpoints, stop, {.workers_may_change = true});
-      } else {
-        from = opt->resume(*model, snapshots, stop);
+      try {
+        train_detail::agree_settings(comm, o, epoch.round ? std::optional<int>(plan.donor) : std::nullopt, epoch.number);
+        if (!epoch.round && o.resume) {
+          snapshots.clear();
+          from = opt->resume(*model, *o.checkpoints, stop, {.workers_may_change = true});
+        } else {
+          from = opt->resume(*model, snapshots, stop);
+        }
+      } catch (const std::invalid_argument&) {  // this worker's settings were refused
+        train_detail::leave_quietly(member);
+        throw;
+      } catch (const CheckpointError&) {  // the state does not fit this worker's settings
+        train_detail::leave_quietly(member);
+        throw;
       }
       if (reached > from.step) result.steps_redone += reached - from.step;
       reached = from.step;
@@ -248,7 +279,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       return result;
     } catch (const PeerLost& e) {  // a peer is gone: the next epoch continues without it (and a new model)
       result.losses.emplace_back(e.what());
-    } catch (const Refused& e) {  // a newcomer was refused: the next epoch goes on without it
+    } catch (const Refused& e) {  // a worker's settings were refused: the next epoch goes on without it
       result.losses.emplace_back(e.what());
     } catch (const Aborted& e) {  // a collective stalled on a member the coordinator expelled meanwhile
       if (!member.replaced(epoch.number)) throw;
