@@ -126,9 +126,11 @@ inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, std::optiona
       if (slots[j * k + f] != slots[ref * k + f]) return f;
     return std::nullopt;
   };
-  const auto shown = [&](std::size_t j, std::size_t f) {
+  const auto shown = [&](std::size_t j, std::size_t f) -> std::string {
     const double v = slots[j * k + f];
-    return f == 1 || f == 3 ? std::to_string(static_cast<std::size_t>(v)) : f == 0 ? (v != 0 ? "a directory" : "none") : (v != 0 ? "true" : "false");
+    if (f == 0) return v != 0 ? "a directory" : "none";
+    if (f == 2) return v != 0 ? "true" : "false";
+    return std::to_string(static_cast<std::size_t>(v));
   };
   if (const auto f = differs(rank))
     throw std::invalid_argument(std::string("cocod::elastic::TrainOptions: ") + names[*f] + " differs from the run's (rank " +
@@ -155,18 +157,18 @@ struct NoHook {
 }  // namespace train_detail
 
 /// Trains as a worker of the elastic run `member` joined, until `stop`. Each epoch, the model is
-/// make(rank, workers) (its data shard among the epoch's workers; its parameters then come from
-/// the state the epoch continues from) and the trainer is built by
-/// construct(std::optional<Trainer>&, comm::Gloo) (emplace it). on_round(stats, epoch, model) is
-/// called at every round end (a progress line, a curve's point). Returns when the run ended
-/// (every member holds the same final consensus), when this worker left by script, or when the
-/// run ended before it was admitted. Throws Expelled if the coordinator expelled this worker,
-/// CommunicationError when the coordinator is gone (TrainOptions::checkpoints then holds the newest
-/// checkpoint to resume from), std::invalid_argument naming a TrainOptions field that cannot be
-/// used (snapshot_every 0, resume without checkpoints) or that differs from the run's
-/// (checkpoints, checkpoint_every, resume, snapshot_every: the others go on without this worker), CheckpointError for a checkpoint that does
-/// not fit, and any failure that is not a lost peer (a peer's own error ends every worker, as in
-/// comm::Gloo).
+/// make(rank, workers) (its data shard among the epoch's workers; its parameters then come from the
+/// state the epoch continues from) and the trainer is built by construct(std::optional<Trainer>&,
+/// comm::Gloo) (emplace it). on_round(stats, epoch, model) is called at every round end (a progress
+/// line, a curve's point). Returns when the run ended (every member holds the same final
+/// consensus), when this worker left by script, or when the run ended before it was admitted.
+/// Throws Expelled if the coordinator expelled this worker, CommunicationError when the coordinator
+/// is gone (TrainOptions::checkpoints then holds the newest checkpoint to resume from),
+/// std::invalid_argument naming a TrainOptions field that cannot be used (snapshot_every 0, resume
+/// without checkpoints) or that differs from the run's (checkpoints, checkpoint_every, resume,
+/// snapshot_every: the others go on without this worker), CheckpointError for a checkpoint that
+/// does not fit, and any failure that is not a lost peer (a peer's own error ends every worker, as
+/// in comm::Gloo).
 template <class Trainer, class Stop, class MakeModel, class Construct, class OnRound = train_detail::NoHook>
 auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& make, Construct&& construct,
            OnRound&& on_round = {}) {
