@@ -248,7 +248,7 @@ struct Fleet {
 
   template <template <class...> class A>
   void start(const cocod_test::Setup& s, std::size_t steps, cocod::elastic::TrainOptions o,
-             std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&, Member&)> fault = {},
+             std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&, const Epoch&, Member&)> fault = {},
              double learning_rate = 0) {
     threads.emplace_back([this, s, steps, o, delay, fault, learning_rate]() mutable {
       std::this_thread::sleep_for(delay);
@@ -268,8 +268,8 @@ struct Fleet {
               std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
                          cocod_test::family_of<Trainer>(setup));
             },
-            [&](const cocod::RoundStats& r, const Epoch&, const Model&) {
-              if (fault) fault(r, m);
+            [&](const cocod::RoundStats& r, const Epoch& e, const Model&) {
+              if (fault) fault(r, e, m);
             });
         std::lock_guard lock(mutex);
         if (result.report) models[id] = result.model->x;
@@ -333,7 +333,7 @@ TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they
     // (started apart, so that ids follow the order: the data of a worker follows its id)
     fleet.start<cocod::Optimizer>(setup(), 60, {});
     fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms);
-    fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms, [](const cocod::RoundStats& r, Member&) {
+    fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms, [](const cocod::RoundStats& r, const Epoch&, Member&) {
       if (r.round == 5) throw Vanish("vanished");
     });
     fleet.join();
@@ -373,7 +373,7 @@ TEST_CASE("a worker lost before the first round end of an epoch: the next contin
   o.snapshot_every = 4;
   fleet.start<cocod::Optimizer>(setup(), 60, o);
   fleet.start<cocod::Optimizer>(setup(), 60, o, 50ms);
-  fleet.start<cocod::Optimizer>(setup(), 60, o, 100ms, [](const cocod::RoundStats& r, Member&) {
+  fleet.start<cocod::Optimizer>(setup(), 60, o, 100ms, [](const cocod::RoundStats& r, const Epoch&, Member&) {
     if (r.round == 4) throw Vanish("vanished");
   });
   fleet.join();
@@ -387,12 +387,13 @@ TEST_CASE("a worker lost before the first round end of an epoch: the next contin
 namespace {
 // Members that wait, at round end `at`, until they see a newcomer waiting to be admitted (their
 // heartbeat read it from the coordinator), so that the admission, scripted or asked by the
-// members, finds it there however slowly the machine runs.
-std::function<void(const cocod::RoundStats&, Member&)> hold_until_waiting(std::size_t at) {
-  return [at, held = std::make_shared<bool>(false)](const cocod::RoundStats& r, Member& m) {
+// members, finds it there however slowly the machine runs; or until the coordinator formed the
+// next epoch (another member saw it first and the newcomer was admitted: it waits no more).
+std::function<void(const cocod::RoundStats&, const Epoch&, Member&)> hold_until_waiting(std::size_t at) {
+  return [at, held = std::make_shared<bool>(false)](const cocod::RoundStats& r, const Epoch& e, Member& m) {
     if (r.round + 1 != at || std::exchange(*held, true)) return;
     const auto deadline = Clock::now() + 10s;
-    while (m.waiting() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
+    while (m.waiting() < 1 && !m.replaced(e.number) && Clock::now() < deadline) std::this_thread::sleep_for(2ms);
   };
 }
 
@@ -440,6 +441,9 @@ TEST_CASE("every algorithm and the family's exchanges survive a leave and a join
   s.fragments.count = 3;
   leave_and_join<cocod::Optimizer>(s);
   leave_and_join<cocod::LocalSGD>(s);
+  s.delay.start = cocod::OuterStart::delayed;  // its progress not yet posted is posted again, weighted anew
+  const auto delayed = leave_and_join<cocod::DelayedDiLoCo>(s);
+  CHECK(same_bits(leave_and_join<cocod::DelayedDiLoCo>(s), delayed));
 }
 
 namespace {
@@ -456,55 +460,94 @@ std::vector<double> update_state_of(const cocod::elastic::Snapshots::State& stat
   return all;
 }
 
-// 2 workers keep their states at their second round end, take a round more (their local
-// update's state moves on), then continue from that round end as a new epoch would: once both
-// holding it, once with worker 1 holding nothing (a newcomer).
-template <class Update>
-void check_own_update_state(const std::vector<std::string>& buffers) {
+// The fields of a section of a state's bytes, one after the other.
+std::vector<std::byte> section_of(const cocod::elastic::Snapshots::State& state, const char* section) {
+  const cocod::checkpoint::FileReader file(state.bytes, "state");
+  auto f = file.fields(section);
+  std::vector<std::byte> all;
+  for (std::string name(f.next_name()); !name.empty(); name = f.next_name()) {
+    const auto b = f.bytes(name);
+    all.insert(all.end(), b.begin(), b.end());
+  }
+  return all;
+}
+
+enum class Held { own, alike };
+
+// 2 workers keep their states at their second round end, take a round more (what `part` reads
+// of a state moves on), then continue from that round end as a new epoch would: once both
+// holding it, once with worker 1 holding nothing (a newcomer). Each continues with its own part
+// of the state (a newcomer with the donor's); `held`: the workers' parts differ, or are alike.
+template <class Trainer, class Part>
+void check_kept(const cocod_test::Setup& s, Held held, Part part) {
+  using Values = decltype(part(std::declval<const cocod::elastic::Snapshots::State&>()));
   for (const bool newcomer : {false, true}) {
     CAPTURE(newcomer);
-    std::vector<std::vector<double>> kept(2), continued(2);
+    std::vector<Values> kept(2), continued(2);
     cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
-      using Trainer = cocod::CoCoDSGD<Model, cocod::comm::Threads, cocod::schedule::Fixed<>, Update>;
       const auto r = static_cast<std::size_t>(comm.rank());
       cocod::elastic::Snapshots snapshots;
       Model model(50, 13, 500 + r);
-      auto first = cocod_test::make<Trainer>(comm, setup());
+      auto first = cocod_test::make<Trainer>(comm, s);
       first.begin(model, cocod::Steps{60});
       for (std::size_t ended = 0; ended < 2;) {
         first.step(model, first.next_batch());
         ended += first.round_ended();
       }
       first.save(model, snapshots);
-      kept[r] = update_state_of(snapshots.held().back(), buffers);
+      kept[r] = part(snapshots.held().back());
       const std::size_t round = snapshots.held().back().round;
       for (std::size_t ended = 0; ended < 1;) {
         first.step(model, first.next_batch());
         ended += first.round_ended();
       }
       first.save(model, snapshots);
-      CHECK(update_state_of(snapshots.held().back(), buffers) != kept[r]);  // it moved on
+      CHECK(part(snapshots.held().back()) != kept[r]);  // it moved on
       (void)first.finish(model);
       if (newcomer && r == 1) snapshots.clear();
       snapshots.plan({.round = round, .donor = 0, .epoch = 2});
       Model next(50, 13, 500 + r);
-      auto second = cocod_test::make<Trainer>(comm, setup());
+      auto second = cocod_test::make<Trainer>(comm, s);
       const cocod::Resumed from = second.resume(next, snapshots, cocod::Steps{60});
       CHECK(from.round == round);
       second.save(next, snapshots);  // the state it continues from, at once
-      continued[r] = update_state_of(snapshots.held().back(), buffers);
+      continued[r] = part(snapshots.held().back());
     });
     REQUIRE(kept[0].size() >= 13);  // (at least one value per parameter)
-    CHECK(kept[0] != kept[1]);      // each worker's own
+    CHECK((kept[0] != kept[1]) == (held == Held::own));
     CHECK(continued[0] == kept[0]);
     CHECK(continued[1] == (newcomer ? kept[0] : kept[1]));
   }
+}
+
+template <class Update>
+void check_own_update_state(const std::vector<std::string>& buffers) {
+  using Trainer = cocod::CoCoDSGD<Model, cocod::comm::Threads, cocod::schedule::Fixed<>, Update>;
+  check_kept<Trainer>(setup(), Held::own, [&](const auto& state) { return update_state_of(state, buffers); });
+}
+template <template <class...> class A>
+void check_carried(const cocod_test::Setup& s, Held held) {
+  check_kept<A<Model, cocod::comm::Threads>>(s, held, [](const auto& state) { return section_of(state, "carried"); });
 }
 }  // namespace
 
 TEST_CASE("a member continues with its own momentum of the round it continues from; a newcomer with the donor's") {
   check_own_update_state<cocod::update::Sgd>({"velocity"});
   check_own_update_state<cocod::update::AdamW>({"first_moment", "second_moment"});  // and the step count
+}
+
+TEST_CASE("a new epoch keeps the algorithm's momentum (outer, anchor) and the progress a delayed start had not posted") {
+  auto s = setup();
+  s.outer = cocod::Outer::diloco();
+  check_carried<cocod::Optimizer>(s, Held::alike);  // the outer momentum: every worker's alike
+  check_carried<cocod::LocalSGD>(s, Held::alike);
+  check_carried<cocod::DelayedDiLoCo>(s, Held::own);  // eager: each worker's own outer momentum too
+  s.delay.start = cocod::OuterStart::delayed;
+  check_carried<cocod::DelayedDiLoCo>(s, Held::own);  // each worker's progress, posted again
+  s.fragments.count = 3;
+  check_carried<cocod::DelayedDiLoCo>(s, Held::own);
+  s.pull.anchor_momentum = 0.5;
+  check_carried<cocod::OverlapLocalSGD>(s, Held::own);  // each worker's anchor momentum
 }
 
 TEST_CASE("a newcomer with other settings is refused by name; the members go on without it") {

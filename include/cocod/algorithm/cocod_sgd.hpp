@@ -154,6 +154,12 @@ class CoCoDSGD {
       send_.use(rotation_.current());
     }
   }
+  // A new elastic epoch continues from the consensus of the models (the exchange in flight and
+  // the error feedback are in it): only the outer optimizer's momentum is kept.
+  template <class Archive>
+  void serialize_carried(Archive& a) {
+    if (family_) outer_.serialize_carried(a);
+  }
 
  private:
   // The round end with a depth tau < k: the snapshot taken after step k - tau lands (with tau = 0

@@ -84,6 +84,7 @@ class DelayedDiLoCo {
     send_.use(rotation_.current());
     needs_post_ = false;
     fresh_ = true;
+    weight_ = ops.weight();
   }
   void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
     if (needs_post_) {  // at the start of a round, after the callbacks voted
@@ -148,6 +149,36 @@ class DelayedDiLoCo {
       if (send_.model_size() != rotation_.current().size)
         a.fail("fragment", "is not the fragment that section 'exchange.send' holds (corrupt)");
       send_.use(rotation_.current());
+    }
+  }
+  // A new elastic epoch starts z, s and x at the consensus of the models and keeps the outer
+  // momentum (every worker's alike) and, eager, each worker's own; o_i starts again at zero (each
+  // model holds its own progress). Delayed, the round's progress had left the models for the
+  // send buffer (x_i = z there), so it is posted again, weighted for the new membership.
+  template <class Archive>
+  void serialize_carried(Archive& a) {
+    const std::size_t F = stepped_.size();
+    a("outer_momentum", b_);
+    a("stepped", stepped_);
+    a("own_momentum", own_b_);
+    a("own_stepped", own_stepped_);
+    if constexpr (!Archive::saving)
+      if (stepped_.size() != F || own_stepped_.size() != (eager_ ? F : 0))
+        a.fail("stepped", "does not have one entry per fragment (corrupt)");
+    bool pending = !eager_ && needs_post_;
+    a("pending", pending);
+    if constexpr (!Archive::saving)
+      if (pending && eager_) a.fail("pending", "is set under the eager start, which posts nothing again (corrupt)");
+    if (!pending) return;
+    T weight = weight_;  // the one the progress was posted with
+    a("weight", weight);
+    rotation_.serialize(a);
+    if constexpr (!Archive::saving) send_.use(rotation_.current());
+    a.span("progress", send_.model());
+    if constexpr (!Archive::saving) {
+      if (!(weight > T(0))) a.fail("weight", "is not a worker's weight (corrupt)");
+      if (weight != weight_) scale(B{}, send_.model(), send_.model(), weight_ / weight);
+      needs_post_ = true;
     }
   }
 
@@ -216,6 +247,7 @@ class DelayedDiLoCo {
   detail::Rotation rotation_{};
   bool needs_post_ = false;  // the next round's first step posts the send buffer
   bool fresh_ = true;        // no local step since the latest round's end
+  T weight_ = T(1);          // this worker's w_i
 };
 
 }  // namespace rules

@@ -64,6 +64,11 @@ class LocalSGD {
     a("averaged", averaged_);
     if (family_) outer_.serialize(a);
   }
+  // A new elastic epoch keeps the outer optimizer's momentum; z starts at the consensus.
+  template <class Archive>
+  void serialize_carried(Archive& a) {
+    if (family_) outer_.serialize_carried(a);
+  }
 
  private:
   // xbar (compressed: z + the decoded sum of the deviations); z = outer(z, z - xbar); x = z. A

@@ -97,6 +97,11 @@ class OverlapLocalSGD {
     a("anchor_momentum", velocity_);
     a("needs_post", needs_post_);
   }
+  // A new elastic epoch keeps each worker's anchor momentum; the anchor starts at the consensus.
+  template <class Archive>
+  void serialize_carried(Archive& a) {
+    a("anchor_momentum", velocity_);
+  }
 
  private:
   // z = wait(), when an anchor is in flight. A partial average: z is the consensus of the finite

@@ -5,9 +5,10 @@
 // membership epoch from round R of the plan the coordinator chose: x = the weighted average of
 // the continuing workers' models at R (weights renormalized over them: only a lost worker's
 // contribution goes), their step and round counters; the data as the new workers shard it; each
-// worker keeps its own local update's state at R (its momentum or Adam moments; a newcomer takes
-// the donor's); the algorithm's state (the exchanges in flight, an outer optimizer's momentum,
-// error feedback), the sampler and the schedule's plan start anew, as a resume with
+// worker keeps its own local update's state at R (its momentum or Adam moments) and what the
+// algorithm carries (its serialize_carried(): an outer or anchor momentum; a newcomer takes the
+// donor's); the rest of the algorithm's state (the exchanges in flight, the outer model, error
+// feedback), the sampler and the schedule's plan start anew, as a resume with
 // ResumeOptions::workers_may_change does from files. A newcomer checks the donor's
 // state against its own settings first: one with other options is refused by name
 // (CheckpointError on the newcomer; elastic::Refused on the others, who go on without it).
@@ -108,7 +109,7 @@ class Session {
   template <class Model>
   void save(Model& model) {
     const auto& pos = run_.loop().pos();
-    store_.add({pos.round, pos.step, state_.save(model, run_.parameters(model, "save"))});
+    store_.add({pos.round, pos.step, state_.save(model, run_.parameters(model, "save"), true)});
   }
 
   template <class Model>
@@ -169,7 +170,7 @@ class Session {
       model.load_state(s);
     }
     begin();
-    state_.load_update(mine ? *mine : donor);  // its own momentum (a newcomer: the donor's)
+    state_.load_own(mine ? *mine : donor);  // its own momentum and carried state (a newcomer: the donor's)
     // Dropped only now (`mine` reads its bytes): a loss during begin() leaves this worker its
     // states, so that the next epoch still finds round R held (the members that got this far
     // hold R's continuation instead; the steps agree, the next consensus averages both).

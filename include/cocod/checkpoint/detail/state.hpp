@@ -33,9 +33,10 @@ class State {
   State(Run& run, Rule& rule, const Settings& settings) : run_(run), rule_(rule), settings_(settings) {}
 
   /// This worker's file, between rounds: what is in flight is completed first (settled, not yet
-  /// handed over).
+  /// handed over). `carried`: a section "carried" too, with the algorithm's state that a member of
+  /// a new elastic epoch keeps (load_own()).
   template <class Model>
-  std::vector<std::byte> save(Model& model, Span x) {
+  std::vector<std::byte> save(Model& model, Span x, bool carried = false) {
     run_.reducer().settle();
     cocod::detail::SaveArchive a;
     write_header(a.file(), header(x.size()));
@@ -44,6 +45,8 @@ class State {
     each_setting(run_.options(), run_.update(), schedule(), settings_, writer);
     a.file().section("settings", settings);
     parts(a, model, x);
+    if constexpr (carries)
+      if (carried) cocod::detail::section(a, "carried", [&](auto& f) { rule_.serialize_carried(f); });
     return std::move(a).finish();
   }
   /// Restores every part from a file that fits this run (check()), in a run just begun.
@@ -52,11 +55,14 @@ class State {
     cocod::detail::LoadArchive a(file);
     parts(a, model, x);
   }
-  /// Restores only the local update's state (its momentum or moments) from a file that fits
-  /// this run, in a run just begun: a member of a new elastic epoch keeps its own.
-  void load_update(const FileReader& file) {
+  /// Restores only what a member of a new elastic epoch keeps, from a file that fits this run
+  /// (saved with `carried`), in a run just begun: the local update's state (its momentum or
+  /// moments) and the algorithm's carried state (an outer optimizer's momentum, the progress
+  /// not yet posted; the rule's serialize_carried(), where it has one).
+  void load_own(const FileReader& file) {
     cocod::detail::LoadArchive a(file);
     cocod::detail::section(a, "update", [&](auto& f) { update(f); });
+    if constexpr (carries) cocod::detail::section(a, "carried", [&](auto& f) { rule_.serialize_carried(f); });
   }
   /// Throws CheckpointError unless `file` (rank `rank`'s of checkpoint `c`) fits this run: its
   /// header, every setting field by field (with another number of workers, `any_workers`, the
@@ -79,6 +85,7 @@ class State {
   }
 
  private:
+  static constexpr bool carries = requires(Rule& r, cocod::detail::SaveArchive& a) { r.serialize_carried(a); };
   [[nodiscard]] ScheduleSettings schedule() const { return schedule_settings(run_.schedule(), run_.loop().pos().total_steps); }
   [[nodiscard]] Header header(std::size_t parameters) const {
     const auto& comm = run_.reducer().comm();
