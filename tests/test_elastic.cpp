@@ -564,7 +564,7 @@ TEST_CASE("a newcomer with other settings is refused by name; the members go on 
   CHECK(fleet.errors[3].find("Options::learning_rate") != std::string::npos);
   CHECK(fleet.errors[3].find("in-memory state of round") != std::string::npos);
   CHECK(fleet.models.size() == 2);
-  CHECK(logged(c, "lost worker 3"));
+  CHECK(logged(c, "lost worker 3: it left with its settings refused"));  // told before its connection closed
 }
 
 TEST_CASE("a newcomer with other checkpoint settings is refused by name; the members go on without it") {
@@ -583,7 +583,7 @@ TEST_CASE("a newcomer with other checkpoint settings is refused by name; the mem
         "cocod::elastic::TrainOptions: checkpoints differs from the run's (rank 0 of epoch 2: none, this worker: a directory): "
         "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
   CHECK(fleet.models.size() == 2);
-  CHECK(logged(c, "lost worker 3"));
+  CHECK(logged(c, "lost worker 3: it left with its settings refused"));
   std::error_code ignored;
   std::filesystem::remove_all(other.checkpoints->directory(), ignored);  // (nothing was written there)
 }
@@ -604,7 +604,28 @@ TEST_CASE("in a first epoch the settings most workers pass are the run's, whiche
         "cocod::elastic::TrainOptions: snapshot_every differs from the run's (rank 1 of epoch 1: 1, this worker: 2): "
         "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
   CHECK(fleet.models.size() == 2);  // workers 2 and 3 go on without it
-  CHECK(logged(c, "lost worker 1"));
+  CHECK(logged(c, "lost worker 1: it left with its settings refused"));
+}
+
+TEST_CASE("in a first epoch whose workers' settings split evenly, rank 0's are the run's") {
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 500ms});
+  Fleet fleet{c, {}, {}, {}, {}};
+  cocod::elastic::TrainOptions odd;
+  odd.snapshot_every = 2;
+  fleet.start<cocod::Optimizer>(setup(), 60, odd);  // workers 1 and 2: ranks 0 and 1 of epoch 1
+  fleet.start<cocod::Optimizer>(setup(), 60, odd, 50ms);
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 100ms);
+  fleet.start<cocod::Optimizer>(setup(), 60, {}, 150ms);
+  fleet.join();
+  INFO(joined(c.log()));
+  REQUIRE(logged(c, "epoch 1: workers 1,2,3,4"));
+  for (const std::int64_t id : {3, 4}) {
+    REQUIRE(fleet.errors.count(id) == 1);
+    CHECK(fleet.errors[id] ==
+          "cocod::elastic::TrainOptions: snapshot_every differs from the run's (rank 0 of epoch 1: 2, this worker: 1): "
+          "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
+  }
+  CHECK(fleet.models.size() == 2);  // workers 1 and 2 go on
 }
 
 // As a member process: "--member HOST:PORT": joins, then checks every 20 ms whether it was

@@ -12,7 +12,7 @@
 // worker/<id>/expelled; epoch (the latest); epoch/<e>/members ("3,1,4": rank order),
 // epoch/<e>/held/<id> (what a continuing member holds: "round:digest ..."), epoch/<e>/start
 // ("fresh", "round R donor D", or "error: ..."), worker/<id>/finished and finished (the run
-// ended: no more epochs), worker/<id>/leaving (a scripted leave), epoch/<e>/switch (the members ended epoch e at
+// ended: no more epochs), worker/<id>/leaving (why it leaves), epoch/<e>/switch (the members ended epoch e at
 // a round end: the next one forms, with the waiting workers); waiting (how many wait); log.
 #include <algorithm>
 #include <atomic>
@@ -143,7 +143,7 @@ class Coordinator {
         continue;
       }
       std::string why;
-      if (!get(all, base + "/leaving").empty()) why = "it left at a round end";
+      if (const std::string left = get(all, base + "/leaving"); !left.empty()) why = "it left " + left;
       else if (!get(all, base + "/closed").empty()) why = "its connection closed (the process ended)";
       else if (now - w.last_beat > options_.heartbeat_timeout)
         why = "no heartbeat for " + std::to_string(options_.heartbeat_timeout.count()) + " ms";

@@ -150,9 +150,12 @@ class Member {
 
   /// This worker's run ended (it holds the final model): the coordinator forms no more epochs.
   void finish() { store_->set(key(worker() + "/finished"), {'1'}); }
-  /// This worker leaves the run (at a round end, by script): the coordinator forms the next
-  /// epoch without it.
-  void leave() { store_->set(key(worker() + "/leaving"), {'1'}); }
+  /// This worker leaves the run (at a round end, by script; or refused): the coordinator forms
+  /// the next epoch without it and logs "it left " + `why`.
+  void leave(const std::string& why = "at a round end") {
+    const std::string text = why.empty() ? "at a round end" : why;
+    store_->set(key(worker() + "/leaving"), std::vector<char>(text.begin(), text.end()));
+  }
   /// Whether the coordinator formed an epoch after `epoch` (this worker's group was replaced).
   [[nodiscard]] bool replaced(std::int64_t epoch) {
     auto v = store_->try_get(key("epoch"));

@@ -146,7 +146,7 @@ inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, std::optiona
 // coordinator it leaves, so that the others need not wait for its connection to close.
 inline void leave_quietly(Member& member) noexcept {
   try {
-    member.leave();
+    member.leave("with its settings refused");
   } catch (...) {  // (the coordinator gone: the error being thrown says more)
   }
 }
