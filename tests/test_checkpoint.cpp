@@ -200,6 +200,29 @@ std::vector<std::pair<std::string, std::string>> snapshot(const fs::path& dir) {
 
 }  // namespace
 
+TEST_CASE("CRC-32 is zlib's, eight bytes a step or one, from any offset and continued") {
+  const std::string check = "123456789";
+  CHECK(cocod::checkpoint::crc32(check) == 0xCBF43926u);  // the standard check value
+  CHECK(cocod::checkpoint::crc32(std::string_view{}) == 0u);
+  // Against one byte a step, the plain table form: every length 0..40 and offset 0..7.
+  const auto bytewise = [](std::span<const std::byte> data, std::uint32_t crc) {
+    crc = ~crc;
+    for (const std::byte b : data) {
+      crc ^= static_cast<std::uint32_t>(b);
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
+    }
+    return ~crc;
+  };
+  std::vector<std::byte> data(48);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>((i * 167 + 13) & 0xFF);
+  for (std::size_t offset = 0; offset < 8; ++offset)
+    for (std::size_t length = 0; offset + length <= 40; ++length) {
+      const std::span<const std::byte> part(data.data() + offset, length);
+      CHECK(cocod::checkpoint::crc32(part) == bytewise(part, 0));
+      CHECK(cocod::checkpoint::crc32(part, 0x12345678u) == bytewise(part, 0x12345678u));  // continued
+    }
+}
+
 TEST_CASE("a run interrupted at the start, the middle or the last round resumes bit for bit: CoCoD-SGD") {
   check_bitwise_resume<cocod::Optimizer>("cocod");
 }

@@ -109,7 +109,7 @@ class Session {
   template <class Model>
   void save(Model& model) {
     const auto& pos = run_.loop().pos();
-    store_.add({pos.round, pos.step, state_.save(model, run_.parameters(model, "save"), true)});
+    store_.add({pos.round, pos.step, state_.save_own(model, run_.parameters(model, "save"))});
   }
 
   template <class Model>

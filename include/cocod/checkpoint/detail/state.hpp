@@ -33,20 +33,27 @@ class State {
   State(Run& run, Rule& rule, const Settings& settings) : run_(run), rule_(rule), settings_(settings) {}
 
   /// This worker's file, between rounds: what is in flight is completed first (settled, not yet
-  /// handed over). `carried`: a section "carried" too, with the algorithm's state that a member of
-  /// a new elastic epoch keeps (load_own()).
+  /// handed over).
   template <class Model>
-  std::vector<std::byte> save(Model& model, Span x, bool carried = false) {
+  std::vector<std::byte> save(Model& model, Span x) {
     run_.reducer().settle();
     cocod::detail::SaveArchive a;
-    write_header(a.file(), header(x.size()));
-    FieldWriter settings;
-    SettingsWriter writer(settings);
-    each_setting(run_.options(), run_.update(), schedule(), settings_, writer);
-    a.file().section("settings", settings);
+    head(a, x);
     parts(a, model, x);
-    if constexpr (carries)
-      if (carried) cocod::detail::section(a, "carried", [&](auto& f) { rule_.serialize_carried(f); });
+    return std::move(a).finish();
+  }
+  /// The part of this worker's file that a member of a new elastic epoch reads (a snapshot kept
+  /// in memory at a round end): the header, the settings, the local update's state, the
+  /// parameters, the model's own state and the algorithm's carried state (section "carried",
+  /// load_own()). Nothing in flight is waited for: no exchange is in it.
+  template <class Model>
+  std::vector<std::byte> save_own(Model& model, Span x) {
+    cocod::detail::SaveArchive a;
+    head(a, x);
+    cocod::detail::section(a, "update", [&](auto& f) { update(f); });
+    cocod::detail::section(a, "parameters", [&](auto& f) { f.span("x", x); });
+    model_part(a, model);
+    if constexpr (carries) cocod::detail::section(a, "carried", [&](auto& f) { rule_.serialize_carried(f); });
     return std::move(a).finish();
   }
   /// Restores every part from a file that fits this run (check()), in a run just begun.
@@ -56,7 +63,7 @@ class State {
     parts(a, model, x);
   }
   /// Restores only what a member of a new elastic epoch keeps, from a file that fits this run
-  /// (saved with `carried`), in a run just begun: the local update's state (its momentum or
+  /// (save_own()'s), in a run just begun: the local update's state (its momentum or
   /// moments) and the algorithm's carried state (an outer optimizer's momentum, the progress
   /// not yet posted; the rule's serialize_carried(), where it has one).
   void load_own(const FileReader& file) {
@@ -86,6 +93,13 @@ class State {
 
  private:
   static constexpr bool carries = requires(Rule& r, cocod::detail::SaveArchive& a) { r.serialize_carried(a); };
+  void head(cocod::detail::SaveArchive& a, Span x) {
+    write_header(a.file(), header(x.size()));
+    FieldWriter settings;
+    SettingsWriter writer(settings);
+    each_setting(run_.options(), run_.update(), schedule(), settings_, writer);
+    a.file().section("settings", settings);
+  }
   [[nodiscard]] ScheduleSettings schedule() const { return schedule_settings(run_.schedule(), run_.loop().pos().total_steps); }
   [[nodiscard]] Header header(std::size_t parameters) const {
     const auto& comm = run_.reducer().comm();
@@ -115,8 +129,12 @@ class State {
     // After the exchanges: loading, the algorithm checks that what they hold fits it.
     section(a, "algorithm", [&](auto& f) { rule_.serialize(f); });
     section(a, "parameters", [&](auto& f) { f.span("x", x); });
+    model_part(a, model);
+  }
+  template <class Archive, class Model>
+  void model_part(Archive& a, Model& model) {
     if constexpr (StatefulModel<Model>) {
-      section(a, "model", [&](auto& f) {
+      cocod::detail::section(a, "model", [&](auto& f) {
         if constexpr (Archive::saving) {
           std::vector<std::byte> state;
           std::as_const(model).save_state(state);
