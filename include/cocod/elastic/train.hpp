@@ -50,7 +50,7 @@ struct TrainOptions {
   /// How long to wait for the coordinator to form an epoch this worker belongs to.
   std::chrono::milliseconds epoch_timeout = std::chrono::seconds(600);
   /// Keep the state every this many round ends (1: a lost worker costs at most the round in
-  /// flight; each snapshot completes the exchange in flight first).
+  /// flight; each snapshot copies the parameters and the update's state, and checksums them).
   std::size_t snapshot_every = 1;
   /// Scripted membership changes (a replay of a log): at the end of each of these rounds (counted
   /// as rounds completed, as the log's "starts: round R") every member ends its epoch, so that
