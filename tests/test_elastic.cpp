@@ -472,6 +472,17 @@ std::vector<std::byte> section_of(const cocod::elastic::Snapshots::State& state,
   return all;
 }
 
+// One field of a section of a state's bytes, as doubles.
+std::vector<double> field_of(const cocod::elastic::Snapshots::State& state, const char* section, const std::string& field) {
+  const cocod::checkpoint::FileReader file(state.bytes, "state");
+  auto f = file.fields(section);
+  for (std::string name(f.next_name()); !name.empty(); name = f.next_name()) {
+    if (name == field) return f.values<double>(name);
+    (void)f.bytes(name);
+  }
+  return {};
+}
+
 enum class Held { own, alike };
 
 // 2 workers keep their states at their second round end, take a round more (what `part` reads
@@ -548,6 +559,44 @@ TEST_CASE("a new epoch keeps the algorithm's momentum (outer, anchor) and the pr
   check_carried<cocod::DelayedDiLoCo>(s, Held::own);
   s.pull.anchor_momentum = 0.5;
   check_carried<cocod::OverlapLocalSGD>(s, Held::own);  // each worker's anchor momentum
+}
+
+TEST_CASE("a delayed start's progress not yet posted is weighted for the new membership; its z and s are kept") {
+  auto s = setup();
+  s.delay.start = cocod::OuterStart::delayed;
+  using Trainer = cocod::DelayedDiLoCo<Model, cocod::comm::Threads>;
+  std::vector<cocod::elastic::Snapshots> snapshots(2);
+  std::size_t round = 0;
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {  // weights 1/2
+    const auto r = static_cast<std::size_t>(comm.rank());
+    Model model(50, 13, 500 + r);
+    auto t = cocod_test::make<Trainer>(comm, s);
+    t.begin(model, cocod::Steps{60});
+    for (std::size_t ended = 0; ended < 2;) {
+      t.step(model, t.next_batch());
+      ended += t.round_ended();
+    }
+    t.save(model, snapshots[r]);
+    round = snapshots[r].held().back().round;
+    (void)t.finish(model);
+  });
+  const auto& kept = snapshots[0].held().back();
+  const auto progress = field_of(kept, "carried", "progress"), z = field_of(kept, "carried", "outer_model");
+  REQUIRE(progress.size() == 13);
+  REQUIRE(z.size() == 13);
+  snapshots[0].plan({.round = round, .donor = 0, .epoch = 2});
+  cocod::comm::Threads::run(1, [&](cocod::comm::Threads comm) {  // worker 0 alone: weight 1
+    Model model(50, 13, 500);
+    auto t = cocod_test::make<Trainer>(comm, s);
+    REQUIRE(t.resume(model, snapshots[0], cocod::Steps{60}).round == round);
+    t.save(model, snapshots[0]);
+  });
+  const auto& continued = snapshots[0].held().back();
+  std::vector<double> doubled(progress.size());
+  for (std::size_t i = 0; i < progress.size(); ++i) doubled[i] = 2 * progress[i];
+  CHECK(field_of(continued, "carried", "progress") == doubled);  // w_1 P, posted again as 1 * P
+  CHECK(field_of(continued, "carried", "outer_model") == z);
+  CHECK(field_of(continued, "carried", "start") == field_of(kept, "carried", "start"));
 }
 
 TEST_CASE("a newcomer with other settings is refused by name; the members go on without it") {

@@ -151,10 +151,13 @@ class DelayedDiLoCo {
       send_.use(rotation_.current());
     }
   }
-  // A new elastic epoch starts z, s and x at the consensus of the models and keeps the outer
-  // momentum (every worker's alike) and, eager, each worker's own; o_i starts again at zero (each
-  // model holds its own progress). Delayed, the round's progress had left the models for the
-  // send buffer (x_i = z there), so it is posted again, weighted for the new membership.
+  // A new elastic epoch starts x at the consensus of the models and keeps the outer momentum
+  // (every worker's alike). Eager: each worker's own outer momentum too; z and s start at the
+  // consensus, o_i at zero (each model holds its own progress). Delayed: z and s, every worker's
+  // alike, are kept (x - s is then the average progress since each fragment restarted, and the
+  // averages landed on z stay), and the progress not posted yet, which had left the models for
+  // the send buffer, is posted again, weighted for the new membership (a newcomer posts the
+  // donor's: in that one average the donor's progress counts twice).
   template <class Archive>
   void serialize_carried(Archive& a) {
     const std::size_t F = stepped_.size();
@@ -164,7 +167,11 @@ class DelayedDiLoCo {
     a("own_stepped", own_stepped_);
     if constexpr (!Archive::saving)
       if (stepped_.size() != F || own_stepped_.size() != (eager_ ? F : 0))
-        a.fail("stepped", "does not have one entry per fragment (corrupt)");
+        a.fail(stepped_.size() != F ? "stepped" : "own_stepped", "does not have one entry per fragment (corrupt)");
+    if (!eager_) {
+      a("outer_model", z_);
+      a("start", start_);
+    }
     bool pending = !eager_ && needs_post_;
     a("pending", pending);
     if constexpr (!Archive::saving)
@@ -230,6 +237,7 @@ class DelayedDiLoCo {
       own_stepped_[p.index] = 1;
     } else {
       for_each_index(B{}, p.size, backend::passes::DelayedRestart<T>{xs, at(start_, p), send_.model().data(), at(z_, p), ops.weight()});
+      weight_ = ops.weight();  // (a measuring schedule may change it between rounds)
     }
   }
 
@@ -247,7 +255,7 @@ class DelayedDiLoCo {
   detail::Rotation rotation_{};
   bool needs_post_ = false;  // the next round's first step posts the send buffer
   bool fresh_ = true;        // no local step since the latest round's end
-  T weight_ = T(1);          // this worker's w_i
+  T weight_ = T(1);          // this worker's w_i when its progress was last weighted
 };
 
 }  // namespace rules
