@@ -483,6 +483,15 @@ std::vector<double> field_of(const cocod::elastic::Snapshots::State& state, cons
   return {};
 }
 
+// Steps `t` until `rounds` more rounds ended.
+template <class Trainer>
+void take_rounds(Trainer& t, Model& model, std::size_t rounds) {
+  for (std::size_t ended = 0; ended < rounds;) {
+    t.step(model, t.next_batch());
+    ended += t.round_ended();
+  }
+}
+
 enum class Held { own, alike };
 
 // 2 workers keep their states at their second round end, take a round more (what `part` reads
@@ -501,17 +510,11 @@ void check_kept(const cocod_test::Setup& s, Held held, Part part) {
       Model model(50, 13, 500 + r);
       auto first = cocod_test::make<Trainer>(comm, s);
       first.begin(model, cocod::Steps{60});
-      for (std::size_t ended = 0; ended < 2;) {
-        first.step(model, first.next_batch());
-        ended += first.round_ended();
-      }
+      take_rounds(first, model, 2);
       first.save(model, snapshots);
       kept[r] = part(snapshots.held().back());
       const std::size_t round = snapshots.held().back().round;
-      for (std::size_t ended = 0; ended < 1;) {
-        first.step(model, first.next_batch());
-        ended += first.round_ended();
-      }
+      take_rounds(first, model, 1);
       first.save(model, snapshots);
       CHECK(part(snapshots.held().back()) != kept[r]);  // it moved on
       (void)first.finish(model);
@@ -572,10 +575,7 @@ TEST_CASE("a delayed start's progress not yet posted is weighted for the new mem
     Model model(50, 13, 500 + r);
     auto t = cocod_test::make<Trainer>(comm, s);
     t.begin(model, cocod::Steps{60});
-    for (std::size_t ended = 0; ended < 2;) {
-      t.step(model, t.next_batch());
-      ended += t.round_ended();
-    }
+    take_rounds(t, model, 2);
     t.save(model, snapshots[r]);
     round = snapshots[r].held().back().round;
     (void)t.finish(model);
