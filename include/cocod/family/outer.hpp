@@ -133,19 +133,15 @@ class OuterModel {
 
   template <class Archive>
   void serialize(Archive& a) {
-    const std::size_t fragments = stepped_.size();
     a("z", z_);
-    a("momentum", momentum_);
-    a("stepped", stepped_);
-    if constexpr (!Archive::saving)
-      if (stepped_.size() != fragments) a.fail("stepped", "does not have one entry per fragment (corrupt)");
+    serialize_carried(a);
   }
   /// What a new elastic epoch keeps: the momentum (every worker's alike) and which fragments
   /// stepped; z starts again at the epoch's consensus.
   template <class Archive>
   void serialize_carried(Archive& a) {
     const std::size_t fragments = stepped_.size();
-    a("outer_momentum", momentum_);
+    a("momentum", momentum_);
     a("stepped", stepped_);
     if constexpr (!Archive::saving)
       if (stepped_.size() != fragments) a.fail("stepped", "does not have one entry per fragment (corrupt)");
