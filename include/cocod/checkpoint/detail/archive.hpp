@@ -32,16 +32,17 @@ struct is_buffer : std::false_type {};
 template <class B, class T>
 struct is_buffer<backend::buffer<B, T>> : std::true_type {};
 
-/// The host copy of a parameter-sized span (a no-op view on the host).
+/// The values of a parameter-sized span in host memory: the span itself on the host; from a
+/// device, a copy into `copy`.
 template <class T>
-std::vector<T> host_copy(std::span<const T> s) {
-  return std::vector<T>(s.begin(), s.end());
+std::span<const T> host_values(std::span<const T> s, std::vector<T>&) {
+  return s;
 }
 template <class T>
-std::vector<T> host_copy(backend::device_span<const T> s) {
-  std::vector<T> v(s.size());
-  if (!v.empty()) copy_to_host(s, v.data());  // the device backend's, by argument-dependent lookup
-  return v;
+std::span<const T> host_values(backend::device_span<const T> s, std::vector<T>& copy) {
+  copy.resize(s.size());
+  if (!copy.empty()) copy_to_host(s, copy.data());  // the device backend's, by argument-dependent lookup
+  return copy;
 }
 template <class T>
 void copy_in(std::span<T> to, const std::vector<T>& from) {
@@ -71,8 +72,7 @@ class SaveArchive {
   void operator()(std::string_view name, const V& v) {
     if constexpr (is_buffer<V>::value) {
       auto& b = const_cast<V&>(v);  // span() of a buffer is not const on every backend
-      const auto host = host_copy(const_view(b.span()));
-      fields_.values(name, std::span(host));
+      span(name, b.span());
     } else if constexpr (is_vector<V>::value) {
       fields_.values(name, std::span(v));
     } else if constexpr (std::is_same_v<V, std::string>) {
@@ -86,8 +86,8 @@ class SaveArchive {
   /// A span of parameter-sized values in the model's memory.
   template <class S>
   void span(std::string_view name, S s) {
-    const auto host = host_copy(const_view(s));
-    fields_.values(name, std::span(host));
+    std::vector<std::remove_const_t<typename S::element_type>> copy;  // (from a device only)
+    fields_.values(name, host_values(const_view(s), copy));
   }
   void bytes(std::string_view name, std::span<const std::byte> b) { fields_.bytes(name, b); }
 
