@@ -163,6 +163,16 @@ TEST_CASE("the step-level API reports rounds, steps and an agreed stop") {
   const auto report = opt.finish(model);
   CHECK(report.steps == 6);
   CHECK(report.rounds.size() == 2);
+  CHECK(report.stopped_early);  // the caller's loop stopped on the agreed request, as optimize() would
+}
+
+TEST_CASE("a run of the step-level API that no stop ended is not stopped early") {
+  Model model(64, 5, 3);
+  cocod::LocalSGD<Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 3, .batch_size = 8}};
+  opt.begin(model);
+  for (int i = 0; i < 6; ++i) opt.step(model, opt.next_batch());
+  opt.request_stop();  // asked after the last round end: finish() brings it, too late to end the run
+  CHECK_FALSE(opt.finish(model).stopped_early);
 }
 
 TEST_CASE("Report::total sums a per-round field over the run") {

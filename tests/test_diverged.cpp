@@ -51,6 +51,30 @@ TEST_CASE("final_loss is NaN before any consensus arrived, and the last one afte
   CHECK(report.final_loss() == 2.5);
 }
 
+TEST_CASE_TEMPLATE("final_loss is the last round's consensus loss, which finish() brings", Algorithm,
+                   cocod::CoCoDSGD<Diverges, cocod::comm::Threads>, cocod::LocalSGD<Diverges, cocod::comm::Threads>,
+                   cocod::SyncSGD<Diverges, cocod::comm::Threads>, cocod::PipeSGD<Diverges, cocod::comm::Threads>,
+                   cocod::OverlapLocalSGD<Diverges, cocod::comm::Threads>, cocod::DelayedDiLoCo<Diverges, cocod::comm::Threads>) {
+  // One round (the average of CoCoD-SGD and its kin arrives a round late, so no round end
+  // carries a consensus loss), a partial last round, and whole rounds.
+  for (const std::size_t steps : {3, 4, 5, 8}) {
+    CAPTURE(steps);
+    std::vector<double> finals(2), last_mean(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      Diverges model;
+      model.nan_from = 1000;
+      for (double& v : model.x) v = 1.0 + comm.rank();  // the workers' losses differ
+      Algorithm opt{comm, {.learning_rate = 0.1, .period = 4, .batch_size = 2}};
+      const auto report = opt.optimize(model, cocod::Steps{steps});
+      finals[comm.rank()] = report.final_loss();
+      last_mean[comm.rank()] = report.rounds.back().loss;
+    });
+    CHECK(std::isfinite(finals[0]));
+    CHECK(finals[0] == finals[1]);                                         // the consensus, the same on both
+    CHECK(finals[0] == doctest::Approx((last_mean[0] + last_mean[1]) / 2));  // of the last round's losses
+  }
+}
+
 TEST_CASE("EarlyStop counts NaN losses as no progress and stops a diverged run") {
   Diverges model;
   cocod::LocalSGD<Diverges, cocod::comm::Local> opt{cocod::comm::Local{}, unguarded};

@@ -73,7 +73,7 @@ struct Report {
   std::size_t steps = 0;
   double epochs = 0.0;
   double seconds = 0.0;      ///< wall time from begin to the end of finish (consensus included)
-  bool stopped_early = false;  ///< a callback's stop request ended the run
+  bool stopped_early = false;  ///< a stop request (a callback's, or request_stop()) ended the run
   /// The oldest rounds that are no longer in `rounds` (Options::report_rounds bounds it), so
   /// that rounds_dropped + rounds.size() rounds ended.
   std::size_t rounds_dropped = 0;
@@ -105,8 +105,10 @@ struct Report {
     for (const auto& r : rounds) sum += r.*field;
     return sum;
   }
-  /// The latest consensus loss that reached this worker: NaN before the first one arrived, and
-  /// NaN (or infinite) when the run diverged: a non-finite loss is reported, never skipped.
+  /// The latest consensus loss that reached this worker: the last round's, which finish()'s
+  /// reductions bring (an algorithm whose average arrives a round late too); NaN when none arrived
+  /// (a report of no round), and NaN (or infinite) when the run diverged: a non-finite loss is
+  /// reported, never skipped.
   [[nodiscard]] double final_loss() const {
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it)
       if (it->consensus_loss_round != static_cast<std::size_t>(-1)) return it->consensus_loss;

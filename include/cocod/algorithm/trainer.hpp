@@ -104,7 +104,6 @@ class Trainer {
           if (pos.round_ended) (callbacks::hooks::after_round(callbacks, last_round()), ...);
           stopping = pos.round_ended && stop_agreed();
         }
-        if (stopping) run_.recorder().stopped_early();
       } catch (...) {  // a callback's failure (a checkpoint that cannot be written) ends the run
         run_.abandon();
         throw;

@@ -116,6 +116,15 @@ class Recorder {
     a("rounds_dropped", report_.rounds_dropped);
   }
   void stopped_early() noexcept { report_.stopped_early = true; }
+  /// The consensus loss that finish()'s reductions brought (the last round's, which no round end
+  /// after it carries): the last round's record shows it, so that final_loss() is the run's.
+  void final_consensus(std::size_t round, double loss) noexcept {
+    if (report_.rounds.empty() || round == static_cast<std::size_t>(-1)) return;
+    RoundStats& last = report_.rounds.back();
+    if (last.consensus_loss_round != static_cast<std::size_t>(-1) && last.consensus_loss_round >= round) return;
+    last.consensus_loss = loss;
+    last.consensus_loss_round = round;
+  }
   /// The run continued from a checkpoint.
   void resumed(Resumed r) { report_.resumed = std::move(r); }
   /// The report of the finished run, with its totals. A reduction skipped after the last round

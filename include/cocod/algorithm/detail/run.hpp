@@ -160,6 +160,9 @@ class Run {
   Report finish(Model& model, Finish&& finish) {
     try {
       Position& pos = loop_.pos();
+      // An agreed stop ended the run, whether optimize() or a loop of the caller's own saw it
+      // (a request that finish()'s reductions bring is too late to have ended it).
+      if (reducer_.votes().state().stop_agreed) recorder_.stopped_early();
       pos.finishing = true;
       if (pos.step_in_round != 0) {  // (a full round averaged the buffers at its end)
         average_buffers(model);
@@ -170,6 +173,7 @@ class Run {
       finish();
       check_acknowledged();
       if (reducer_.take_collectives() == 0) reducer_.reduce_control(context());
+      recorder_.final_consensus(reducer_.votes().state().consensus_round, reducer_.votes().state().consensus_loss);
       pos.finishing = false;
     } catch (...) {
       abandon();
