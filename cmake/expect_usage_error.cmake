@@ -31,6 +31,12 @@ if(CMAKE_SCRIPT_MODE_FILE)
   if(at EQUAL -1)
     message(FATAL_ERROR "the message on stderr does not name ${FLAG}")
   endif()
+  # Every refusal reads the same: "PROGRAM: MESSAGE", then where to look.
+  list(GET COMMAND 0 program)
+  string(FIND "${err}" "${program}: " starts)
+  if(NOT starts EQUAL 0 OR NOT err MATCHES "\nTry '[^']+ --help'\\.\n?$")
+    message(FATAL_ERROR "the message on stderr is not \"PROGRAM: MESSAGE\" followed by \"Try 'PROGRAM --help'.\"")
+  endif()
   return()
 endif()
 

@@ -9,11 +9,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace cli {
@@ -83,8 +85,21 @@ inline CLI::Validator real(double min, double max = 1e15, bool above = false, bo
 }
 inline CLI::Validator positive(double max = 1e15) { return real(0, max, true); }
 
-/// A file that can be written: its folder exists and is writable (or the file is). Checked
-/// before training, so that a typo in a path costs no run.
+/// Why `path` cannot be opened for writing, by trying it (permissions alone do not tell: root may
+/// write anywhere that allows writing at all, and /proc allows nothing); empty when it can. A
+/// file that did not exist is removed again, and one that did is not changed.
+inline std::string write_probe(const std::string& path) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (existed ? 0 : O_CREAT | O_EXCL), 0644);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+  return {};
+}
+
+/// A file that can be written: its folder exists and a file can be made there (or the file can
+/// be opened for writing). Checked before training, so that a typo in a path costs no run.
 inline CLI::Validator writable_file() {
   return CLI::Validator(
       [](std::string& path) {
@@ -92,20 +107,16 @@ inline CLI::Validator writable_file() {
         const fs::path file(path);
         const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
         std::error_code ec;
-        if (fs::exists(file, ec)) {
-          if (fs::is_directory(file, ec)) return "cannot write '" + path + "': it is a folder";
-          if (::access(file.c_str(), W_OK) == 0) return std::string();
-          return "cannot write '" + path + "': permission denied";
-        }
-        if (!fs::is_directory(folder, ec)) return "cannot write '" + path + "': no folder '" + folder.string() + "'";
-        if (::access(folder.c_str(), W_OK) != 0) return "cannot write '" + path + "': the folder is not writable";
-        return std::string();
+        if (fs::is_directory(file, ec)) return "cannot write '" + path + "': it is a folder";
+        if (!fs::exists(file, ec) && !fs::is_directory(folder, ec)) return "cannot write '" + path + "': no folder '" + folder.string() + "'";
+        const std::string why = write_probe(path);
+        return why.empty() ? why : "cannot write '" + path + "': " + why;
       },
       "");
 }
 
-/// A folder that can be written, or created: it is a writable folder, or the nearest part of
-/// the path that exists is one.
+/// A folder that can be written, or created: it is a folder in which a file can be made, or the
+/// nearest part of the path that exists is one.
 inline CLI::Validator writable_folder() {
   return CLI::Validator(
       [](std::string& path) {
@@ -115,7 +126,8 @@ inline CLI::Validator writable_folder() {
         if (path.empty()) return std::string("needs a folder");
         if (fs::exists(p, ec) && !fs::is_directory(p, ec)) return "cannot write into '" + path + "': it is not a folder";
         while (!p.empty() && !fs::exists(p, ec)) p = p.has_parent_path() && p.parent_path() != p ? p.parent_path() : fs::path(".");
-        if (::access(p.c_str(), W_OK) != 0) return "cannot write into '" + path + "': '" + p.string() + "' is not writable";
+        const std::string why = write_probe((p / (".cocod-write-probe-" + std::to_string(::getpid()))).string());
+        if (!why.empty()) return "cannot write into '" + path + "': '" + p.string() + "': " + why;
         return std::string();
       },
       "");
@@ -161,9 +173,14 @@ inline std::string describe(const CLI::App& app, const CLI::ParseError& e) {
   return what;
 }
 
+/// Prints what a refused command line is told: "PROGRAM: MESSAGE" and where to look.
+inline void print_refusal(const std::string& program, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(), message.c_str(), program.c_str());
+}
+
 /// Ends on a command line that breaks a rule between flags: "PROGRAM: MESSAGE", exit status 2.
 [[noreturn]] inline void refuse(const std::string& program, const std::string& message) {
-  std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program.c_str(), message.c_str(), program.c_str());
+  print_refusal(program, message);
   std::exit(2);
 }
 

@@ -10,6 +10,7 @@
 #include <concepts>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -85,10 +86,8 @@ template <class Runner, class MakeModel, class Evaluate, class Update>
 int compare_on(const Runner& runner, const Args& args, std::size_t parameters, MakeModel make, Evaluate evaluate,
                const Update& update) {
   const int workers = runner.size();
-  if (args.slowdown.size() > static_cast<std::size_t>(workers)) {
-    if (runner.prints())
-      std::fprintf(stderr, "--slowdown: worker %zu does not exist (%d workers, ranks 0..%d)\n", args.slowdown.size() - 1,
-                   workers, workers - 1);
+  if (args.slowdown.size() > static_cast<std::size_t>(workers)) {  // (the processes' count is known only now)
+    if (runner.prints()) cli::print_refusal(args.program, slowdown_beyond(args.slowdown.size() - 1, workers));
     return 2;
   }
   using Model = std::invoke_result_t<MakeModel, int, int>;
@@ -132,7 +131,10 @@ int compare(int& argc, char**& argv, const Args& args, std::size_t parameters, M
 #if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
   if (args.comm == "gloo") {
     int status = 0;
+    std::optional<SlowNotice> notice(std::in_place, args,
+                                     "the store at " + args.store + " and the other " + std::to_string(args.workers - 1) + " workers");
     const int gloo_status = cocod::comm::Gloo::run(gloo_options(args), [&](cocod::comm::Gloo world) {
+      notice.reset();
       status = compare_on(ProcessRunner<cocod::comm::Gloo>{world, "processes over Gloo (TCP)"}, args, parameters, make, evaluate, update);
     });
     return gloo_status != 0 ? gloo_status : status;

@@ -21,6 +21,7 @@
 
 #include "options.hpp"
 #include "run.hpp"
+#include "runners.hpp"
 
 namespace example {
 
@@ -31,7 +32,13 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
   const std::string key = args.algorithms.front();
   const Settings<Update> settings = settings_for(key, args, update);
   const Schedule schedule = schedule_for(key, "equal", args);
-  cocod::elastic::Member member({.coordinator = args.coordinator, .min_workers = args.min_workers});
+  std::optional<cocod::elastic::Member> joined;
+  {
+    const SlowNotice notice(args, "the coordinator at " + args.coordinator);
+    joined.emplace(cocod::elastic::MemberOptions{.coordinator = args.coordinator, .connect_timeout = connect_timeout(args),
+                                                 .min_workers = args.min_workers});
+  }
+  cocod::elastic::Member& member = *joined;
   cocod::elastic::TrainOptions o;
   o.hostname = args.hostname;
   o.stall_timeout = std::chrono::milliseconds(static_cast<long long>(args.mpi_stall_timeout_s * 1000.0));

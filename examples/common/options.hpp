@@ -2,11 +2,15 @@
 // The examples' common command line: which algorithms, the communicator and the link, training
 // settings and outputs. An example adds its own options to app() before parse(). Example code,
 // not part of the library.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <netdb.h>
 
 #include "cli.hpp"
 #include "variant.hpp"
@@ -14,6 +18,7 @@
 namespace example {
 
 struct Args {
+  std::string program = "example";  // argv[0], for messages
   std::vector<std::string> algorithms{"cocod", "ssgd", "local", "pipe"};
   int workers = 2;
   int group_size = 1;            // --group-size: ranks per group (threads); each group one worker
@@ -35,6 +40,7 @@ struct Args {
   std::string store;             // --comm gloo: HOST:PORT of the rendezvous store
   int rank = -1;                 // --comm gloo: this process's rank
   bool serve_store = false;      // --comm gloo: rank 0 serves the store itself
+  double connect_timeout_s = 60; // --comm gloo, elastic: how long to wait for the store or coordinator and the peers
   std::string hostname;          // --comm gloo, elastic: the address the peers reach this process at
   std::string coordinator;       // --comm elastic: HOST:PORT of the coordinator
   int min_workers = 0;           // --comm elastic: the least workers in an epoch (0: the coordinator's)
@@ -90,14 +96,64 @@ inline std::vector<std::string> communicators() {
   return c;
 }
 
-/// --comm: one of communicators(), with the way to get MPI when this build lacks it.
+/// Why this build has no comm::Mpi, as the refusal of an MPI flag says it; empty when it has one.
+inline std::string without_mpi() {
+#if defined(COCOD_HAS_MPI)
+  return {};
+#elif defined(__CUDACC__)
+  return "is not taken by the CUDA example, whose workers are threads or GPUs (the other examples take it)";
+#else
+  return "needs cocod built with MPI (Debian: apt-get install libboost-mpi-dev, then configure and build again)";
+#endif
+}
+
+/// Why this build has no comm::Gloo (nor elastic runs); empty when it has it.
+inline std::string without_gloo() {
+#if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
+  return {};
+#elif defined(__CUDACC__)
+  return "is not taken by the CUDA example, whose workers are threads or GPUs (the other examples take it)";
+#else
+  return "needs cocod built with Gloo (Debian: apt-get install libgloo-dev, then configure and build again)";
+#endif
+}
+
+/// --comm: one of communicators(); a communicator this build lacks is refused saying what to install.
 inline CLI::Validator communicator_check() {
   return CLI::Validator(
       [](std::string& text) {
-#ifndef COCOD_HAS_MPI
-        if (text == "mpi") return std::string("this build has no MPI (install libboost-mpi-dev and rebuild)");
+        const auto known = communicators();
+        if (std::find(known.begin(), known.end(), text) != known.end()) return std::string();
+        if (text == "mpi") return "mpi " + without_mpi();
+        if (text == "gloo" || text == "elastic") return text + " " + without_gloo();
+#ifndef __CUDACC__
+        if (text == "nccl")
+          return std::string("nccl is the CUDA example's (cuda_least_squares, built where nvcc is found with "
+                             "-DCOCOD_ENABLE_CUDA=ON)");
 #endif
-        return cli::one_of(communicators())(text);
+        return cli::one_of(known)(text);
+      },
+      "");
+}
+
+/// HOST:PORT whose host resolves (a name or an address) and whose port is 1 to 65535.
+inline CLI::Validator address_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        const auto colon = text.rfind(':');
+        unsigned long long port = 0;
+        if (colon == std::string::npos || colon == 0 || !cli::parse_whole(text.substr(colon + 1), 1, 65535, port))
+          return "needs HOST:PORT with a port from 1 to 65535, like 127.0.0.1:29500" + cli::got(text);
+        std::string host = text.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* found = nullptr;
+        const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+        if (rc != 0) return "cannot resolve the host '" + host + "': " + ::gai_strerror(rc);
+        ::freeaddrinfo(found);
+        return std::string();
       },
       "");
 }
@@ -120,6 +176,12 @@ inline CLI::Validator slowdown_check() {
         return std::string();
       },
       "");
+}
+
+/// What --slowdown of a rank beyond the workers is told.
+inline std::string slowdown_beyond(std::size_t rank, int workers) {
+  return "--slowdown: worker " + std::to_string(rank) + " does not exist (" + std::to_string(workers) + " workers, ranks 0 to " +
+         std::to_string(workers - 1) + ")";
 }
 
 /// A whole number in [min, max] or one of `words` ("auto", "k").
@@ -179,8 +241,11 @@ class Cli {
     return settings();
   }
 
-  /// Whether `flag` was on the command line.
-  [[nodiscard]] bool given(const std::string& flag) const { return app_.count(flag) > 0; }
+  /// Whether `flag` was on the command line (false for a flag this example does not have).
+  [[nodiscard]] bool given(const std::string& flag) const {
+    const CLI::Option* option = app_.get_option_no_throw(flag);
+    return option != nullptr && option->count() > 0;
+  }
 
  private:
   void add_algorithms();
@@ -190,6 +255,7 @@ class Cli {
   void add_training();
   void add_family();
   void add_output();
+  void add_unavailable(const char* flag, bool takes_value, const std::string& why);
   Args settings() const;
 
   Args a_;
@@ -201,7 +267,16 @@ class Cli {
   } text_;  // options read as text, turned into a_'s fields by settings()
   bool no_progress_ = false;
   std::string program_ = "example";
+  std::vector<std::pair<std::string, std::string>> unavailable_;  // a flag this build lacks, and why
 };
+
+/// A flag of a part this build lacks: hidden from --help, and refused by name with what to
+/// install when given (rather than "unknown", or absent from the checks that ask for it).
+inline void Cli::add_unavailable(const char* flag, bool takes_value, const std::string& why) {
+  if (takes_value) app_.add_option(flag)->group("");
+  else app_.add_flag(flag)->group("");
+  unavailable_.emplace_back(flag, why);
+}
 
 inline void Cli::add_algorithms() {
   const char* g = "Algorithms";
@@ -279,7 +354,7 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
   app_.add_option("--store", a_.store,
                   "with --comm gloo: HOST:PORT of the rendezvous store (the coordinator program,\n"
                   "or rank 0 with --serve-store)")
-      ->type_name("HOST:PORT")->group(g);
+      ->type_name("HOST:PORT")->check(address_check())->group(g);
   app_.add_option("--rank", a_.rank, "with --comm gloo: this process's rank, 0 to --workers - 1")
       ->type_name("R")->check(cli::whole(0, 4095))->group(g);
   app_.add_flag("--serve-store", a_.serve_store, "with --comm gloo: rank 0 serves the store at --store's port")->group(g);
@@ -288,7 +363,11 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
                   "(default: this machine's host name)")
       ->type_name("HOST")->group(g);
   app_.add_option("--coordinator", a_.coordinator, "with --comm elastic: HOST:PORT of the cocod-coordinator program")
-      ->type_name("HOST:PORT")->group(g);
+      ->type_name("HOST:PORT")->check(address_check())->group(g);
+  app_.add_option("--connect-timeout", a_.connect_timeout_s,
+                  "with --comm gloo or elastic: how long to wait for the store (or the coordinator)\n"
+                  "and the peers to answer before giving up with an error")
+      ->type_name("S")->capture_default_str()->check(cli::real(0.1, 1e6))->group(g);
   app_.add_option("--min-workers", a_.min_workers,
                   "with --comm elastic: the run waits until this many workers are alive (at the\n"
                   "start and after a loss); default: the coordinator's --min-workers")
@@ -304,6 +383,11 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
                   "with --comm elastic: keep the state in memory every R rounds (a loss costs\n"
                   "the rounds since; each kept state ends the overlap of its round)")
       ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000000))->group(g);
+#else
+  for (const char* flag : {"--store", "--rank", "--hostname", "--coordinator", "--connect-timeout", "--min-workers",
+                           "--leave-after-round", "--replay", "--snapshot-every"})
+    add_unavailable(flag, true, without_gloo());
+  add_unavailable("--serve-store", false, without_gloo());
 #endif
 }
 
@@ -318,6 +402,9 @@ inline void Cli::add_mpi([[maybe_unused]] const char* g) {
                   "a collective that makes no progress for S seconds ends the job on every rank,\n"
                   "naming the ranks that have not begun it (0: never)")
       ->type_name("S")->capture_default_str()->check(cli::real(0, 1e7))->group(g);
+#else
+  for (const char* flag : {"--mpi-progress", "--mpi-poll-us", "--mpi-stall-timeout"}) add_unavailable(flag, true, without_mpi());
+  add_unavailable("--mpi-native", false, without_mpi());
 #endif
 }
 
@@ -431,7 +518,10 @@ inline void Cli::add_output() {
 }
 
 inline Args Cli::settings() const {
+  for (const auto& [flag, why] : unavailable_)
+    if (given(flag)) cli::refuse(program_, flag + " " + why);
   Args a = a_;
+  a.program = program_;
   a.algorithms.clear();
   for (const auto& item : cli::split(text_.algo)) {
     if (item == "all") a.algorithms.insert(a.algorithms.end(), all_keys().begin(), all_keys().end());
@@ -448,6 +538,8 @@ inline Args Cli::settings() const {
     if (a.slowdown.size() <= rank) a.slowdown.resize(rank + 1, 1.0);
     a.slowdown[rank] = std::stod(item.substr(colon + 1));
   }
+  if ((a.comm == "threads" || a.comm == "gloo") && a.slowdown.size() > static_cast<std::size_t>(a.workers))
+    cli::refuse(program_, slowdown_beyond(a.slowdown.size() - 1, a.workers));
   a.latency_us = text_.latency == "auto" ? std::nullopt : std::optional<double>(std::stod(text_.latency));
   a.link_given = given("--bandwidth") || given("--latency");
   a.cosine = text_.lr_schedule == "cosine";

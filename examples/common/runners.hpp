@@ -12,9 +12,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -115,11 +119,45 @@ inline cocod::comm::MpiOptions mpi_options(const Args& args) {
 #endif
 
 #if defined(COCOD_HAS_GLOO) && !defined(__CUDACC__)
-/// comm::Gloo's settings from --store, --rank, --workers, --serve-store and --hostname.
+/// --connect-timeout.
+inline std::chrono::milliseconds connect_timeout(const Args& args) {
+  return std::chrono::milliseconds(static_cast<long long>(args.connect_timeout_s * 1000.0));
+}
+
+/// comm::Gloo's settings from --store, --rank, --workers, --serve-store, --hostname and --connect-timeout.
 inline cocod::comm::GlooOptions gloo_options(const Args& args) {
   return {.store = args.store, .rank = args.rank, .size = args.workers, .serve_store = args.serve_store,
-          .hostname = args.hostname};
+          .hostname = args.hostname, .connect_timeout = connect_timeout(args)};
 }
+
+/// While it lives, a connection is being made: if that takes longer than a few seconds, one line
+/// on stderr says to what and how long it may still take (an unreachable store is not silent).
+class SlowNotice {
+ public:
+  SlowNotice(const Args& args, std::string what)
+      : thread_([this, program = args.program, what = std::move(what), limit = args.connect_timeout_s] {
+          std::unique_lock lock(mutex_);
+          if (done_.wait_for(lock, std::chrono::seconds(3), [&] { return finished_; })) return;
+          std::fprintf(stderr, "%s: still connecting to %s (giving up %g s after the start; --connect-timeout S)\n",
+                       program.c_str(), what.c_str(), limit);
+        }) {}
+  SlowNotice(const SlowNotice&) = delete;
+  SlowNotice& operator=(const SlowNotice&) = delete;
+  ~SlowNotice() {
+    {
+      std::lock_guard lock(mutex_);
+      finished_ = true;
+    }
+    done_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool finished_ = false;
+  std::thread thread_;
+};
 #endif
 
 /// Median seconds of one local step (gradient + the local update `update`) with all workers

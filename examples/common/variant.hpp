@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
@@ -47,9 +48,21 @@ struct Variant {
     bool known = false;
     for (const auto& k : algorithm_keys()) known = known || v.base == k;
     if (!known) return fail("unknown '" + v.base + "' (choose from " + cli::join(algorithm_keys(), ", ") + ", all)");
+    std::vector<std::pair<std::string, std::string>> given;  // (what a modifier sets, the modifier)
     while (at != std::string::npos) {
       const std::size_t next = key.find('+', at + 1);
       const std::string m = key.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+      // each setting at most once: cocod+int8+int8 or cocod+int8+bf16 is refused, not taken as its last
+      const std::string sets = m == "bf16" || m == "fp16" || m == "int8"   ? "a compression"
+                               : m == "eager" || m == "delayed"            ? "a start"
+                               : m.size() > 1 && m[0] == 'd'               ? "an overlap depth"
+                               : m.size() > 1 && m[0] == 'f'               ? "a fragment count"
+                                                                           : m;
+      for (const auto& [what, earlier] : given)
+        if (what == sets)
+          return fail("'" + key + "': " + (earlier == m ? m + " is given twice" : earlier + " and " + m + " each set " + what) +
+                      " (each setting at most once)");
+      given.emplace_back(sets, m);
       unsigned long long f = 0;
       if (m == "outer") v.outer = true;
       else if (m == "lerp") v.lerp = true;

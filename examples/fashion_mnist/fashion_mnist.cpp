@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compare.hpp"
+#include "data.hpp"
 #include "idx.hpp"
 #include "models.hpp"
 
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
   defaults.epochs = 12;
   defaults.auto_period = true;
   example::Cli options("Fashion-MNIST: test accuracy, training loss and round times of each algorithm.", defaults);
-  std::string model = "mlp", data = "/usr/share/datasets/fashion-mnist";
+  std::string model = "mlp", data = fmnist::debian_data;
   bool non_iid = false;
   const char* g = "Fashion-MNIST";
   options.app().add_option("--model", model, "mlp (784-256-128-10) or logreg (multinomial logistic regression)")
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   options.app().add_flag("--non-iid", non_iid, "each worker mostly sees a few classes")->group(g);
   options.app().get_option("--lr")->default_str("0.02 (mlp), 0.05 (logreg)");
   example::Args args = options.parse(argc, argv);
+  fmnist::require_data(data, args.program);
   if (model == "logreg" && !options.given("--lr")) args.learning_rate = 0.05;
 
   const auto sets = fmnist::load_sets(data, argv[0]);

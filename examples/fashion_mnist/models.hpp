@@ -61,16 +61,6 @@ inline Shard to_shard(const idx::Dataset& d, const std::vector<std::size_t>& whi
 
 /// Fashion-MNIST's training and test sets from `dir`, or nothing after telling stderr why (and
 /// which Debian package holds them), as `program`.
-inline std::optional<std::pair<idx::Dataset, idx::Dataset>> load_sets(const std::string& dir, const char* program) {
-  try {
-    return std::pair{idx::load(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz"),
-                     idx::load(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz")};
-  } catch (const idx::Error& e) {
-    std::fprintf(stderr, "%s: %s\n(Debian: apt-get install dataset-fashion-mnist)\n", program, e.what());
-    return std::nullopt;
-  }
-}
-
 /// Every sample of `d`, in order (the test set as one shard).
 inline std::vector<std::size_t> every_sample(const idx::Dataset& d) {
   std::vector<std::size_t> all(d.count);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "compare.hpp"
+#include "data.hpp"
 #include "idx.hpp"
 #include "models.hpp"
 #include "nets.hpp"
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   defaults.auto_period = true;
   example::Cli options("Fashion-MNIST with libtorch networks: test accuracy, training loss and round times of each "
                        "algorithm.", defaults);
-  std::string model = "cnn", data = "/usr/share/datasets/fashion-mnist";
+  std::string model = "cnn", data = fmnist::debian_data;
   bool non_iid = false;
   int torch_threads = 1;
   std::string save_init;
@@ -67,14 +68,13 @@ int main(int argc, char** argv) {
   options.app().add_option("--save-init", save_init,
                            "write the network's initial parameters (float32, in its parameter order) to FILE and "
                            "exit, so that another framework can start from the same weights")
-      ->type_name("FILE")->group(g);
+      ->type_name("FILE")->check(cli::writable_file())->group(g);
   example::Args args = options.parse(argc, argv);
   torch::set_num_threads(torch_threads);
   if (!save_init.empty()) {
     std::FILE* f = std::fopen(save_init.c_str(), "wb");
     if (!f) {
-      std::fprintf(stderr, "--save-init: cannot write %s\n", save_init.c_str());
-      return 2;
+      cli::refuse(argv[0], "--save-init: cannot write " + save_init);
     }
     std::size_t written = 0, count = 0;
     for (const auto& p : nets::make(model, args.seed)->parameters()) {
@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  fmnist::require_data(data, args.program);
   const auto sets = fmnist::load_sets(data, argv[0]);
   if (!sets) return 1;
   const idx::Dataset &train = sets->first, &test = sets->second;

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   defaults.curve_every = 0.02;
   example::Cli options("A byte-level transformer on Debian's fortunes: validation loss and perplexity of each algorithm, "
                        "with AdamW inside.", defaults);
-  std::string data = "/usr/share/games/fortunes";
+  const std::string debian_fortunes = "/usr/share/games/fortunes";
+  std::string data = debian_fortunes;
   lm::Shape shape;
   double beta1 = 0.9, beta2 = 0.95, weight_decay = 0.1, clip = 1.0, validation_share = 0.05;
   std::int64_t eval_samples = 128;
@@ -75,11 +76,9 @@ int main(int argc, char** argv) {
 
   std::string error;
   const auto corpus = lm::read_corpus(data, validation_share, error);
-  if (!corpus) {
-    std::fprintf(stderr, "%s: --data: %s (Debian's fortunes package installs them: apt-get install fortunes)\n", argv[0],
-                 error.c_str());
-    return 1;
-  }
+  if (!corpus)  // a folder without the text: a usage error, before anything is trained
+    cli::refuse(argv[0], "--data: " + error +
+                             (data == debian_fortunes ? " (Debian's fortunes package installs them: apt-get install fortunes)" : ""));
   const std::int64_t validation_all = (static_cast<std::int64_t>(corpus->validation.size()) - 1) / shape.context;
   if (validation_all < 1) {
     std::fprintf(stderr, "%s: --validation-share: the validation text holds no sample of %lld bytes\n", argv[0],
