@@ -324,7 +324,9 @@ inline void Cli::add_link() {
 #endif
   app_.add_option("--comm", a_.comm, comm_help)
       ->type_name(cli::join(communicators(), "|"))->capture_default_str()->check(communicator_check())->group(g);
-  app_.add_option("--workers", a_.workers, "in-process workers with --comm threads; processes with --comm gloo")
+  app_.add_option("--workers", a_.workers,
+                  without_gloo().empty() ? "in-process workers with --comm threads; processes with --comm gloo"
+                                         : "in-process workers")
       ->type_name("N")->capture_default_str()->check(cli::whole(1, 4096))->group(g);
   app_.add_option("--group-size", a_.group_size,
                   "with --comm threads: the workers form groups of G ranks, each group one worker of\n"
