@@ -143,6 +143,12 @@ SAMPLES = {
                         expect=[r"^test_accuracy 0\.(8[6-9]|9)", r"^model digest CoCoD-SGD: [0-9a-f]{16}$", r"^epoch 1: the run finished$"],
                         replace={"node0:": "127.0.0.1:"}, timeout=240,
                         needs=["examples/fashion_mnist/fashion_mnist", "tools/cocod-coordinator"]),
+    # the token made, the coordinator on loopback with it, one worker with it (a short run)
+    "elastic-token": dict(cmd=["{CMD1}", "{CMD2}", "c=$!", "{CMD3}", "kill $c"],
+                          cmd_from="block", script=True, setup=["rm -rf token && mkdir token"], cwd="token",
+                          expect=[r"^model digest CoCoD-SGD: [0-9a-f]{16}$", r"^epoch 1: the run finished$"],
+                          replace={"10.0.0.1": "127.0.0.1", "--epochs 12": "--epochs 0.2"}, timeout=120,
+                          needs=["examples/fashion_mnist/fashion_mnist", "tools/cocod-coordinator"]),
     # (its checkpoints go to the temporary folder: WORK)
     "reliability-bench": dict(cmd="block", expect=[r"^# soak: OK$", r"^# reliability: OK$"], env={"TMPDIR": "{WORK}"},
                               needs=["benchmarks/reliability"]),

@@ -135,9 +135,9 @@ TEST_CASE("epochs: formed when --min-workers are alive, shrunk at once when a pr
     }
   });
   CHECK_THROWS_WITH_AS(m[0]->settle_start(p, {{12, "ff"}}, 5s),
-                       "cocod::elastic: epoch 4: the members' states of round 12 differ (2 digests)", cocod::DistributedError);
+                       "cocod::elastic: epoch 4: the members' states of round 12 differ (2 different positions reported)", cocod::DistributedError);
   w.join();
-  CHECK(other == std::optional<std::string>{"cocod::elastic: epoch 4: the members' states of round 12 differ (2 digests)"});
+  CHECK(other == std::optional<std::string>{"cocod::elastic: epoch 4: the members' states of round 12 differ (2 different positions reported)"});
   INFO(joined(c.log()));
 }
 
@@ -167,7 +167,7 @@ TEST_CASE("a worker's own --min-workers holds the first epoch; the log file; a w
   a.finish();
   CHECK(await_log(c, "epoch 1: the run finished", 2s));
   Member late(member_of(c));
-  CHECK_THROWS_WITH_AS(late.next_epoch(0, 5s), "cocod::elastic: worker 3: the run finished before it was admitted",
+  CHECK_THROWS_WITH_AS(late.next_epoch(0, 5s), "cocod::elastic: worker 3: the run finished without this worker",
                        cocod::elastic::RunFinished);
   std::ifstream file(log);
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -190,6 +190,34 @@ TEST_CASE("a worker's own --min-workers holds the first epoch; the log file; a w
   zero.checkpoint_every = 0;
   CHECK_THROWS_WITH_AS(train_zero(), "cocod::elastic::TrainOptions: checkpoint_every must be >= 1 with checkpoints (got 0)",
                        std::invalid_argument);
+}
+
+TEST_CASE("a newcomer's larger --min-workers does not hold back the members") {
+  Coordinator c({.port = 0, .min_workers = 1, .first_epoch_grace = 50ms});
+  Member a(member_of(c)), b(member_of(c));
+  Epoch e = a.next_epoch(0, 5s);
+  CHECK(b.next_epoch(0, 5s).number == e.number);
+  auto wish = member_of(c);
+  wish.min_workers = 10;
+  Member newcomer(wish);
+  a.ask_switch(e.number);  // the members admit it at a round end: the next epoch forms at once
+  const Epoch next = a.next_epoch(e.number, 5s);
+  CHECK(next.members.size() == 3);
+  INFO(joined(c.log()));
+}
+
+TEST_CASE("with a token, a member without it (or with another) is refused by name; with it, it joins") {
+  Coordinator c({.port = 0, .min_workers = 1, .first_epoch_grace = 50ms, .token = "the-run's-secret"});
+  auto none = member_of(c);
+  none.connect_timeout = 2s;
+  CHECK_THROWS_WITH_AS(Member{none}, doctest::Contains("the store refused this client (no token given"), cocod::CommunicationError);
+  auto wrong = none;
+  wrong.token = "guess";
+  CHECK_THROWS_WITH_AS(Member{wrong}, doctest::Contains("the token is not the run's"), cocod::CommunicationError);
+  auto right = none;
+  right.token = "the-run's-secret";
+  Member m(right);
+  CHECK(m.next_epoch(0, 5s).members == std::vector<std::int64_t>{1});
 }
 
 TEST_CASE("a stopped worker process is expelled after the heartbeat timeout; woken, it is told and ends") {

@@ -1,6 +1,7 @@
 // cocod-coordinator: the rendezvous store and membership keeper of an elastic run (workers
 // started with --comm elastic --coordinator HOST:PORT). Prints the membership log as it grows;
 // ends on SIGINT or SIGTERM.
+#include <cocod/comm/token.hpp>
 #include <cocod/elastic/coordinator.hpp>
 
 #include <CLI/CLI.hpp>
@@ -29,18 +30,33 @@ int main(int argc, char** argv) {
                  "ended is noticed at once)")
       ->type_name("S")->capture_default_str()->check(CLI::Range(0.05, 3600.0));
   app.add_option("--log", o.log_path, "also append the membership log to FILE")->type_name("FILE");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "the run's shared secret is in FILE (default: the environment variable\n"
+                 "COCOD_TOKEN); a client without it is disconnected. Without a token any\n"
+                 "client that reaches the port can join the run or disturb it")
+      ->type_name("FILE");
   try {
     app.parse(argc, argv);
+    o.token = cocod::comm::run_token(token_file);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cocod-coordinator: --token-file: %s\nTry 'cocod-coordinator --help'.\n", e.what());
+    return 2;
   }
   o.heartbeat_timeout = std::chrono::milliseconds(static_cast<long long>(heartbeat_timeout_s * 1000.0));
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   try {
     cocod::elastic::Coordinator coordinator(o);
-    std::printf("cocod-coordinator: listening on port %d, --min-workers %d, --heartbeat-timeout %g s\n",
-                coordinator.port(), o.min_workers, heartbeat_timeout_s);
+    std::printf("cocod-coordinator: listening on %s port %d, --min-workers %d, --heartbeat-timeout %g s, %s\n",
+                o.bind.empty() ? "every interface," : (o.bind + ",").c_str(), coordinator.port(), o.min_workers,
+                heartbeat_timeout_s, o.token.empty() ? "no token" : "a token required");
+    const bool loopback = o.bind == "127.0.0.1" || o.bind == "::1" || o.bind == "localhost";
+    if (o.token.empty() && !loopback)
+      std::fprintf(stderr, "cocod-coordinator: warning: no token (COCOD_TOKEN or --token-file): any client that reaches "
+                           "port %d can join this run or disturb it\n", coordinator.port());
     std::fflush(stdout);
     std::size_t printed = 0;
     while (!stop_requested) {

@@ -36,7 +36,7 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
   {
     const SlowNotice notice(args, "the coordinator at " + args.coordinator);
     joined.emplace(cocod::elastic::MemberOptions{.coordinator = args.coordinator, .connect_timeout = connect_timeout(args),
-                                                 .min_workers = args.min_workers});
+                                                 .min_workers = args.min_workers, .token = args.token});
   }
   cocod::elastic::Member& member = *joined;
   cocod::elastic::TrainOptions o;

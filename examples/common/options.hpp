@@ -12,6 +12,8 @@
 
 #include <netdb.h>
 
+#include <cocod/comm/token.hpp>
+
 #include "cli.hpp"
 #include "variant.hpp"
 
@@ -42,6 +44,7 @@ struct Args {
   bool serve_store = false;      // --comm gloo: rank 0 serves the store itself
   double connect_timeout_s = 60; // --comm gloo, elastic: how long to wait for the store or coordinator and the peers
   std::string hostname;          // --comm gloo, elastic: the address the peers reach this process at
+  std::string token;             // --comm gloo, elastic: the run's token (--token-file, else COCOD_TOKEN)
   std::string coordinator;       // --comm elastic: HOST:PORT of the coordinator
   int min_workers = 0;           // --comm elastic: the least workers in an epoch (0: the coordinator's)
   std::optional<std::size_t> elastic_leave_after;  // --leave-after-round: a scripted leave
@@ -264,6 +267,7 @@ class Cli {
     std::string algo, period, sampling, latency, lr_schedule, overlap_depth = "k", depth_share = "auto";
     std::vector<std::string> slowdown;  // one entry per --slowdown
     std::string replay;                 // --replay R,...
+    std::string token_file;             // --token-file FILE
   } text_;  // options read as text, turned into a_'s fields by settings()
   bool no_progress_ = false;
   std::string program_ = "example";
@@ -364,6 +368,10 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
                   "with --comm gloo or elastic: the address the other processes reach this one at\n"
                   "(default: this machine's host name)")
       ->type_name("HOST")->group(g);
+  app_.add_option("--token-file", text_.token_file,
+                  "with --comm gloo or elastic: the run's shared secret is in FILE (default: the\n"
+                  "environment variable COCOD_TOKEN; the store or coordinator refuses a wrong one)")
+      ->type_name("FILE")->group(g);
   app_.add_option("--coordinator", a_.coordinator, "with --comm elastic: HOST:PORT of the cocod-coordinator program")
       ->type_name("HOST:PORT")->check(address_check())->group(g);
   app_.add_option("--connect-timeout", a_.connect_timeout_s,
@@ -386,7 +394,7 @@ inline void Cli::add_gloo([[maybe_unused]] const char* g) {
                   "the rounds since; each kept state ends the overlap of its round)")
       ->type_name("R")->capture_default_str()->check(cli::whole(1, 100000000))->group(g);
 #else
-  for (const char* flag : {"--store", "--rank", "--hostname", "--coordinator", "--connect-timeout", "--min-workers",
+  for (const char* flag : {"--store", "--rank", "--hostname", "--token-file", "--coordinator", "--connect-timeout", "--min-workers",
                            "--leave-after-round", "--replay", "--snapshot-every"})
     add_unavailable(flag, true, without_gloo());
   add_unavailable("--serve-store", false, without_gloo());
@@ -579,7 +587,15 @@ inline Args Cli::settings() const {
   } else {
     for (const char* flag : {"--coordinator", "--min-workers", "--leave-after-round", "--replay", "--snapshot-every"})
       if (given(flag)) cli::refuse(program_, std::string(flag) + " needs --comm elastic");
-    if (given("--hostname") && a.comm != "gloo") cli::refuse(program_, "--hostname needs --comm gloo or elastic");
+    for (const char* flag : {"--hostname", "--token-file"})
+      if (given(flag) && a.comm != "gloo") cli::refuse(program_, std::string(flag) + " needs --comm gloo or elastic");
+  }
+  if (a.comm == "gloo" || a.comm == "elastic") {
+    try {
+      a.token = cocod::comm::run_token(text_.token_file);
+    } catch (const std::invalid_argument& e) {
+      cli::refuse(program_, std::string("--token-file: ") + e.what());
+    }
   }
   if (a.workers_may_change && !a.resume) cli::refuse(program_, "--workers-may-change needs --resume");
   if (a.outer == "nesterov" && a.outer_momentum == 0.0)

@@ -124,10 +124,11 @@ inline std::chrono::milliseconds connect_timeout(const Args& args) {
   return std::chrono::milliseconds(static_cast<long long>(args.connect_timeout_s * 1000.0));
 }
 
-/// comm::Gloo's settings from --store, --rank, --workers, --serve-store, --hostname and --connect-timeout.
+/// comm::Gloo's settings from --store, --rank, --workers, --serve-store, --token-file (or COCOD_TOKEN), --hostname
+/// and --connect-timeout.
 inline cocod::comm::GlooOptions gloo_options(const Args& args) {
   return {.store = args.store, .rank = args.rank, .size = args.workers, .serve_store = args.serve_store,
-          .hostname = args.hostname, .connect_timeout = connect_timeout(args)};
+          .token = args.token, .hostname = args.hostname, .connect_timeout = connect_timeout(args)};
 }
 
 /// While it lives, a connection is being made: if that takes longer than a few seconds, one line

@@ -1,9 +1,9 @@
 // Writes the seed corpora of the fuzz targets: checkpoints saved by each algorithm from the run
 // of fuzz_run.hpp (so that fuzz_checkpoint_resume accepts them and mutations start deep inside
 // the sections), the same wrapped in the resume target's other input forms, small IDX files,
-// and for each a few bad variants that must be refused. Seeds are small on purpose: libFuzzer
+// requests to the elastic coordinator, and for each a few bad variants that must be refused. Seeds are small on purpose: libFuzzer
 // mutates short inputs much faster, and the committed corpus stays a few KB.
-//   make_corpus OUT_DIR      (writes OUT_DIR/checkpoint, OUT_DIR/resume, OUT_DIR/idx)
+//   make_corpus OUT_DIR      (writes OUT_DIR/checkpoint, OUT_DIR/resume, OUT_DIR/idx, OUT_DIR/coordinator)
 #include <zlib.h>
 
 #include <algorithm>
@@ -295,6 +295,43 @@ void idx_files(const fs::path& out) {
   write(dir / "bad-crc.idx.gz", crc);
 }
 
+// Requests to the coordinator (the first byte: 1 says hello first, 3 joins as a worker too).
+Bytes request(char verb, const std::string& key, const std::string& value) {
+  Bytes b{static_cast<std::uint8_t>(verb)};
+  const auto field = [&](const std::string& s) {
+    const auto n = static_cast<std::uint32_t>(s.size());
+    b.insert(b.end(), reinterpret_cast<const std::uint8_t*>(&n), reinterpret_cast<const std::uint8_t*>(&n) + 4);
+    b.insert(b.end(), s.begin(), s.end());
+  };
+  field(key);
+  field(value);
+  return b;
+}
+Bytes seed(std::uint8_t mode, std::initializer_list<Bytes> requests) {
+  Bytes b{mode};
+  for (const Bytes& r : requests) b.insert(b.end(), r.begin(), r.end());
+  return b;
+}
+void coordinator_requests(const fs::path& out) {
+  const fs::path dir = out / "coordinator";
+  fs::create_directories(dir);
+  const std::string one("\1\0\0\0\0\0\0\0", 8), hour("\x80\xee\x36\0\0\0\0\0", 8);
+  write(dir / "hello.in", seed(0, {request('H', "cocod-store/2", "fuzz-token")}));
+  write(dir / "hello-wrong-token.in", seed(0, {request('H', "cocod-store/2", "fuzz-tokeN")}));
+  write(dir / "join.in", seed(1, {request('A', "elastic/next_id", one), request('C', "elastic/worker/1", std::string(32, 'x')),
+                                  request('A', "elastic/worker/1/beat", one)}));
+  write(dir / "wait-not-a-number.in", seed(1, {request('W', "soon", std::string("k\0", 2))}));
+  write(dir / "get-an-hour.in", seed(1, {request('G', "elastic/never", hour)}));
+  write(dir / "member-writes.in", seed(3, {request('S', "elastic/epoch/1/held/1", "v 3:step24 4:step32"),
+                                           request('S', "elastic/epoch/1/switch", "1"), request('S', "elastic/worker/1/leaving", "now"),
+                                           request('S', "elastic/epoch/1/gloo/rank_0", "addr"), request('T', "elastic/epoch", "")}));
+  write(dir / "outsider-writes.in", seed(1, {request('S', "elastic/worker/2/expelled", "x"), request('S', "elastic/finished", "1"),
+                                             request('A', "elastic/next_id", std::string("\0\xca\x9a\x3b\0\0\0\0", 8))}));
+  write(dir / "long-length.in", seed(1, {Bytes{'S', 3, 0, 0, 0, 'k', 'e', 'y', 0, 0, 0, 4}}));
+  write(dir / "held-text.in", seed(0, {text("v 3:step24 4:step32")}));
+  write(dir / "start-text.in", seed(0, {text("round 12 donor 3")}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -305,6 +342,7 @@ int main(int argc, char** argv) {
   try {
     checkpoints(argv[1]);
     idx_files(argv[1]);
+    coordinator_requests(argv[1]);
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -57,8 +57,8 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
   explicit Gloo(const GlooOptions& options) {
     const GlooOptions o = gloo_detail::checked(options);
     const auto address = tcp::parse_address(o.store, "cocod::comm::GlooOptions: store");
-    if (o.serve_store && o.rank == 0) server_ = std::make_shared<StoreServer>("", address.port);
-    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<TcpStore>(o.store, o.connect_timeout));
+    if (o.serve_store && o.rank == 0) server_ = std::make_shared<StoreServer>("", address.port, StoreOptions{.token = o.token});
+    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<TcpStore>(o.store, o.connect_timeout, o.token));
   }
   /// The same over a connection to the store that the caller already holds (an elastic worker's,
   /// one per process rather than one per communicator); options.store and serve_store are not used.

@@ -19,14 +19,28 @@
 
 namespace cocod::comm {
 
-/// One connection to the store at "host:port". Thread-safe (requests are serialized). Every
+/// One connection to the store at "host:port", which presents the run's `token` (empty: the
+/// store has none; see StoreOptions::token). Thread-safe (requests are serialized). Every
 /// failure throws cocod::CommunicationError naming the store: it cannot be reached within
-/// `connect_timeout`, it closed the connection (it stopped), or a wait timed out.
+/// `connect_timeout`, it refused the token, it closed the connection (it stopped), a wait timed
+/// out, or it refused a request (the message says why).
 class TcpStore : public gloo::rendezvous::Store {
  public:
-  TcpStore(const std::string& address, std::chrono::milliseconds connect_timeout = std::chrono::seconds(30))
+  TcpStore(const std::string& address, std::chrono::milliseconds connect_timeout = std::chrono::seconds(30),
+           const std::string& token = {})
       : address_(tcp::parse_address(address, "cocod::comm::TcpStore: the store's address")),
-        socket_(tcp::connect_to(address_, tcp::SteadyClock::now() + connect_timeout, who())) {}
+        socket_(tcp::connect_to(address_, tcp::SteadyClock::now() + connect_timeout, who())) {
+    const std::string protocol = tcp::kProtocol;
+    tcp::Reply reply;
+    if (!tcp::send_request(socket_.fd(), {tcp::Verb::hello, protocol, {token.begin(), token.end()}}) ||
+        !tcp::recv_reply(socket_.fd(), reply) || reply.status != tcp::Status::ok) {
+      socket_.close();
+      throw CommunicationError(who() + ": the store refused this client (" +
+                               (token.empty() ? std::string("no token given: set the run's token, e.g. COCOD_TOKEN")
+                                              : std::string("the token is not the run's")) +
+                               "; or the store is of another cocod version)");
+    }
+  }
 
   /// "host:port".
   [[nodiscard]] std::string address() const { return address_.text(); }
@@ -51,8 +65,9 @@ class TcpStore : public gloo::rendezvous::Store {
     return tcp::value_int(call({tcp::Verb::add, key, tcp::int_value(delta)}, {}).value);
   }
   /// This connection belongs to `key`: when it closes (this process ends), the server sets
-  /// "<key>/closed", so that a coordinator learns of a lost worker at once.
-  void claim(const std::string& key) { call({tcp::Verb::claim, key, {}}, {}); }
+  /// "<key>/closed", so that a coordinator learns of a lost worker at once. `secret` proves to
+  /// an owner's guard that the claimer is who claimed the key first.
+  void claim(const std::string& key, const std::string& secret = {}) { call({tcp::Verb::claim, key, {secret.begin(), secret.end()}}, {}); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     std::vector<char> list;
@@ -85,7 +100,9 @@ class TcpStore : public gloo::rendezvous::Store {
               " s (the coordinator stopped?)";
       throw CommunicationError(lost_);
     }
-    if (reply.status == tcp::Status::refused) throw CommunicationError(who() + ": the store is stopping");
+    if (reply.status == tcp::Status::stopping) throw CommunicationError(who() + ": the store is stopping");
+    if (reply.status == tcp::Status::refused)
+      throw CommunicationError(who() + ": the store refused '" + request.key + "': " + std::string(reply.value.begin(), reply.value.end()));
     return reply;
   }
 

@@ -8,12 +8,10 @@
 // digests of it agreeing) and the donor of its state, and logs every change. The program
 // cocod-coordinator runs one; tests start their own.
 //
-// Keys (under `prefix`, default "elastic/"): next_id; worker/<id>/beat, worker/<id>/closed,
-// worker/<id>/expelled; epoch (the latest); epoch/<e>/members ("3,1,4": rank order),
-// epoch/<e>/held/<id> (what a continuing member holds: "round:digest ..."), epoch/<e>/start
-// ("fresh", "round R donor D", or "error: ..."), worker/<id>/finished and finished (the run
-// ended: no more epochs), worker/<id>/leaving (why it leaves), epoch/<e>/switch (the members ended epoch e at
-// a round end: the next one forms, with the waiting workers); waiting (how many wait); log.
+// The keys and messages are elastic/protocol.hpp's. The coordinator trusts no client: with a
+// token (CoordinatorOptions::token) only the run's workers are served; a worker may write only
+// its own keys, which its connections prove by a secret it chose when it claimed its id; every
+// value is parsed defensively, and a malformed one costs its writer its place, never the run.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -29,6 +27,7 @@
 #include <vector>
 
 #include "cocod/comm/store_server.hpp"
+#include "cocod/elastic/protocol.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::elastic {
@@ -46,16 +45,22 @@ struct CoordinatorOptions {
   std::chrono::milliseconds first_epoch_grace = std::chrono::milliseconds(500);
   std::string prefix = "elastic/";
   std::string log_path{};  ///< also append the membership log to this file (empty: only in the store)
+  /// The run's shared secret: every worker presents it (MemberOptions::token), any other client
+  /// is disconnected. Empty: any client that reaches the port is served (a trusted network only).
+  std::string token{};
+  /// The store's bounds (its token is `token`).
+  comm::StoreOptions store{};
 };
 
 class Coordinator {
   using Clock = std::chrono::steady_clock;
 
  public:
-  explicit Coordinator(CoordinatorOptions options) : options_(std::move(options)), server_(options_.bind, options_.port) {
-    if (options_.min_workers < 1) invalid_setting("cocod::elastic::CoordinatorOptions", "min_workers", "must be >= 1", options_.min_workers);
-    if (options_.heartbeat_timeout.count() <= 0)
-      invalid_setting("cocod::elastic::CoordinatorOptions", "heartbeat_timeout", "must be > 0 ms", options_.heartbeat_timeout.count());
+  explicit Coordinator(CoordinatorOptions options)
+      : options_(checked(std::move(options))), keys_{options_.prefix}, server_(options_.bind, options_.port, store_options(options_)) {
+    server_.set_guard([this](comm::StoreServer::Client& c, const comm::tcp::Request& r, const comm::StoreServer::Values& v) {
+      return guard(c, r, v);
+    });
     thread_ = std::thread([this] { loop(); });
   }
   Coordinator(const Coordinator&) = delete;
@@ -77,8 +82,8 @@ class Coordinator {
       if (stopping_) return;
       stopping_ = true;
     }
+    server_.stop();  // (first: it wakes the loop's wait for a change)
     if (thread_.joinable()) thread_.join();
-    server_.stop();
   }
 
  private:
@@ -88,21 +93,76 @@ class Coordinator {
     bool gone = false;  // closed, or expelled
   };
 
-  std::string key(const std::string& k) const { return options_.prefix + k; }
-  std::string get(const std::map<std::string, std::vector<char>>& all, const std::string& k) const {
-    const auto it = all.find(key(k));
+  using Values = comm::StoreServer::Values;
+  using Field = protocol::WorkerField;
+
+  static CoordinatorOptions checked(CoordinatorOptions o) {
+    if (o.min_workers < 1) invalid_setting("cocod::elastic::CoordinatorOptions", "min_workers", "must be >= 1", o.min_workers);
+    if (o.heartbeat_timeout.count() <= 0)
+      invalid_setting("cocod::elastic::CoordinatorOptions", "heartbeat_timeout", "must be > 0 ms", o.heartbeat_timeout.count());
+    if (o.prefix.empty() || o.prefix.back() != '/') invalid_setting("cocod::elastic::CoordinatorOptions", "prefix", "must end with '/'", o.prefix);
+    return o;
+  }
+  static comm::StoreOptions store_options(const CoordinatorOptions& o) {
+    comm::StoreOptions s = o.store;
+    s.token = o.token;
+    return s;
+  }
+
+  // Who may write what (called by the store, under its lock, for every client request): reads
+  // are free; a worker writes only its own keys and its epochs' (held, switch, the Gloo context);
+  // the rest is the coordinator's.
+  std::string guard(comm::StoreServer::Client& client, const comm::tcp::Request& r, const Values& values) {
+    using Kind = protocol::KeyName::Kind;
+    using comm::tcp::Verb;
+    if (r.verb == Verb::get || r.verb == Verb::try_get || r.verb == Verb::wait) return {};
+    const protocol::KeyName k = protocol::parse_key(keys_, r.key);
+    if (r.verb == Verb::claim) {
+      if (k.kind != Kind::worker) return "only a worker's own key can be claimed";
+      const auto it = values.find(keys_.next_id());
+      if (it == values.end() || k.worker > comm::tcp::value_int(it->second)) return "no such worker id was handed out";
+      if (r.value.size() != protocol::kSecretBytes) return "a claim needs the worker's secret";
+      std::lock_guard lock(secrets_mutex_);
+      auto [secret, first] = secrets_.try_emplace(k.worker, r.value);
+      if (!first && secret->second != r.value) return "worker " + std::to_string(k.worker) + " was claimed by another";
+      client.mark = k.worker;
+      return {};
+    }
+    switch (k.kind) {
+      case Kind::next_id:
+        if (r.verb != Verb::add || comm::tcp::value_int(r.value) != 1) return "a worker joins by adding 1";
+        if (alive_.load() >= protocol::kMaxWorkers) return "the run has " + std::to_string(protocol::kMaxWorkers) + " workers";
+        if (const auto it = values.find(keys_.next_id()); it != values.end() && comm::tcp::value_int(it->second) >= protocol::kMaxIds)
+          return "the run handed out its " + std::to_string(protocol::kMaxIds) + " worker ids (start a new run)";
+        return {};
+      case Kind::worker_field:
+        if (client.mark != k.worker || !protocol::written_by_worker(k.field)) return "'" + r.key + "' is not this client's to write";
+        return {};
+      case Kind::epoch_held:
+        if (client.mark != k.worker) return "'" + r.key + "' is not this client's to write";
+        return {};
+      case Kind::epoch_switch:
+      case Kind::epoch_gloo:
+        if (client.mark == 0) return "only a worker writes '" + r.key + "'";
+        return {};
+      default: return "'" + r.key + "' is the coordinator's";
+    }
+  }
+
+  static std::string text(const Values& all, const std::string& k) {
+    const auto it = all.find(k);
     return it == all.end() ? std::string() : std::string(it->second.begin(), it->second.end());
   }
-  void put(const std::string& k, const std::string& v) { server_.assign(key(k), std::vector<char>(v.begin(), v.end())); }
+  void put(const std::string& k, const std::string& v) { server_.assign(k, std::vector<char>(v.begin(), v.end())); }
 
   void note(const std::string& line) {
+    std::string text;  // (the store keeps the last kLogLines lines)
     {
       std::lock_guard lock(mutex_);
       log_.push_back(line);
+      for (std::size_t i = log_.size() > kLogLines ? log_.size() - kLogLines : 0; i < log_.size(); ++i) text += log_[i] + "\n";
     }
-    std::string text;
-    for (const auto& l : log()) text += l + "\n";
-    put("log", text);
+    put(keys_.log(), text);
     if (!options_.log_path.empty()) {
       std::ofstream f(options_.log_path, std::ios::app);
       f << line << "\n";
@@ -123,51 +183,53 @@ class Coordinator {
   }
 
   // One look at the store: who is alive, whether the epoch must change, what it continues from.
-  void step(const std::map<std::string, std::vector<char>>& all) {
+  void step(const Values& all) {
     const auto now = Clock::now();
-    const std::int64_t ids = value_int(all, key("next_id"));
-    for (std::int64_t id = 1; id <= ids; ++id) {
-      Worker& w = workers_[id];
+    for (const auto& [k, value] : all) {  // the workers that joined (each beats at once)
+      const protocol::KeyName name = protocol::parse_key(keys_, k);
+      if (name.kind != protocol::KeyName::Kind::worker_field || name.field != Field::beat) continue;
+      Worker& w = workers_[name.worker];
       if (w.gone) continue;
       if (w.last_beat == Clock::time_point{}) w.last_beat = last_join_ = now;  // first seen: a timeout's grace
-      const std::string base = "worker/" + std::to_string(id);
-      const std::int64_t beats = value_int(all, key(base + "/beat"));
-      if (beats != w.beats) w.beats = beats, w.last_beat = now;
-      if (!get(all, base + "/finished").empty()) {
+      if (const std::int64_t beats = comm::tcp::value_int(value); beats != w.beats) w.beats = beats, w.last_beat = now;
+    }
+    std::size_t alive = 0;
+    for (auto& [id, w] : workers_) {
+      if (w.gone) continue;
+      if (!text(all, keys_.worker(id, Field::finished)).empty()) {
         w.gone = true;
-        if (!finished_) {
+        if (!finished_ && is_member(id)) {
           finished_ = true;
-          put("finished", "1");
+          put(keys_.finished(), "1");
           note("epoch " + std::to_string(epoch_) + ": the run finished");
         }
         continue;
       }
       std::string why;
-      if (const std::string left = get(all, base + "/leaving"); !left.empty()) why = "it left " + left;
-      else if (!get(all, base + "/closed").empty()) why = "its connection closed (the process ended)";
+      if (const std::string left = text(all, keys_.worker(id, Field::leaving)); !left.empty()) why = "it left " + left.substr(0, 200);
+      else if (!text(all, keys_.worker(id, Field::closed)).empty()) why = "its connection closed (the process ended)";
       else if (now - w.last_beat > options_.heartbeat_timeout)
         why = "no heartbeat for " + std::to_string(options_.heartbeat_timeout.count()) + " ms";
-      if (why.empty()) continue;
-      w.gone = true;
-      put(base + "/expelled", why);
-      if (std::find(members_.begin(), members_.end(), id) != members_.end()) {
-        lost_.push_back("worker " + std::to_string(id) + ": " + why);
-        note("epoch " + std::to_string(epoch_) + ": lost worker " + std::to_string(id) + ": " + why);
-      } else {
-        note("worker " + std::to_string(id) + " left before it was admitted: " + why);
+      if (why.empty()) {
+        ++alive;
+        continue;
       }
+      expel(id, why);
     }
+    alive_ = alive;
     const std::vector<std::int64_t> waiting = publish_waiting();
     std::vector<std::int64_t> survivors;
     for (std::int64_t id : members_)
       if (!workers_[id].gone) survivors.push_back(id);
 
     if (finished_) return;
-    int min_workers = options_.min_workers;  // and the largest wish of a worker alive
+    int min_workers = options_.min_workers;  // and, for the first epoch, the largest wish of a worker alive
     for (const auto& [id, w] : workers_)
-      if (!w.gone) min_workers = std::max<int>(min_workers, static_cast<int>(value_int(all, key("worker/" + std::to_string(id) + "/min_workers"))));
+      if (!w.gone && epoch_ == 0)
+        min_workers = static_cast<int>(std::clamp<std::int64_t>(value_int(all, keys_.worker(id, Field::min_workers)), min_workers,
+                                                                static_cast<std::int64_t>(protocol::kMaxWorkers)));
     const bool lost = survivors.size() != members_.size();
-    const bool switch_asked = epoch_ > 0 && !get(all, "epoch/" + std::to_string(epoch_) + "/switch").empty();
+    const bool switch_asked = epoch_ > 0 && !text(all, keys_.switch_at(epoch_)).empty();
     if (epoch_ == 0 || lost || switch_asked) {
       std::vector<std::int64_t> next = survivors;
       next.insert(next.end(), waiting.begin(), waiting.end());
@@ -181,12 +243,22 @@ class Coordinator {
     }
     if (pending_start_) choose_start(all);
   }
-
+  [[nodiscard]] bool is_member(std::int64_t id) const { return std::find(members_.begin(), members_.end(), id) != members_.end(); }
+  void expel(std::int64_t id, const std::string& why) {
+    workers_[id].gone = true;
+    put(keys_.worker(id, Field::expelled), why);
+    if (is_member(id)) {
+      lost_.push_back("worker " + std::to_string(id) + ": " + why);
+      note("epoch " + std::to_string(epoch_) + ": lost worker " + std::to_string(id) + ": " + why);
+    } else {
+      note("worker " + std::to_string(id) + " left before it was admitted: " + why);
+    }
+  }
   void form(const std::vector<std::int64_t>& next, const std::vector<std::int64_t>& continuing, bool lost) {
     ++epoch_;
     waiting_noted_ = -1;
-    std::string list, why;
-    for (std::int64_t id : next) list += (list.empty() ? "" : ",") + std::to_string(id);
+    const std::string list = protocol::members_text(next);
+    std::string why;
     for (const auto& l : lost_) why += (why.empty() ? "" : "; ") + l;
     const std::string e = std::to_string(epoch_);
     std::string line = "epoch " + e + ": workers " + list;
@@ -206,9 +278,9 @@ class Coordinator {
       if (started_.count(id)) continuing_.push_back(id);
     pending_start_ = true;
     note(line);
-    put("epoch/" + e + "/members", list);
+    put(keys_.members(epoch_), list);
     (void)publish_waiting();  // (before the epoch: who reads the epoch then reads the count of its time)
-    put("epoch", e);
+    put(keys_.epoch(), e);
   }
 
   // The live workers that are not members (their number is the store's "waiting").
@@ -218,51 +290,52 @@ class Coordinator {
       if (!w.gone && w.beats >= 0 && std::find(members_.begin(), members_.end(), id) == members_.end()) waiting.push_back(id);
     if (static_cast<std::int64_t>(waiting.size()) != published_waiting_) {
       published_waiting_ = waiting_count_ = static_cast<std::int64_t>(waiting.size());
-      server_.assign(key("waiting"), comm::tcp::int_value(published_waiting_));
+      server_.assign(keys_.waiting(), comm::tcp::int_value(published_waiting_));
     }
     return waiting;
   }
 
   // The round the epoch continues from: the latest that every continuing member holds, their
-  // digests of it agreeing; the lowest-ranked of them gives its state to the newcomers.
-  void choose_start(const std::map<std::string, std::vector<char>>& all) {
-    const std::string e = std::to_string(epoch_);
+  // positions of it agreeing; the lowest-ranked of them gives its state to the newcomers. A
+  // member whose report cannot be read is expelled (the next epoch forms without it).
+  void choose_start(const Values& all) {
     if (continuing_.empty()) {
-      finish_start(e, "fresh");
+      finish_start({});
       return;
     }
-    std::map<std::int64_t, std::set<std::string>> digests;  // round -> digests
-    std::map<std::int64_t, int> holders;
+    std::map<std::int64_t, std::set<std::string>> positions;  // round -> positions
+    std::map<std::int64_t, std::size_t> holders;
     for (std::int64_t id : continuing_) {
-      const std::string held = get(all, "epoch/" + e + "/held/" + std::to_string(id));
-      if (held.empty()) return;  // not yet reported
-      std::istringstream in(held.substr(1));  // (after the mark "v")
-      std::string item;
-      while (in >> item) {
-        const auto colon = item.find(':');
-        const std::int64_t round = std::stoll(item.substr(0, colon));
-        ++holders[round];
-        digests[round].insert(item.substr(colon + 1));
-      }
-    }
-    for (auto it = holders.rbegin(); it != holders.rend(); ++it) {
-      if (it->second != static_cast<int>(continuing_.size())) continue;
-      if (digests[it->first].size() != 1) {
-        finish_start(e, "error: the members' states of round " + std::to_string(it->first) + " differ (" +
-                            std::to_string(digests[it->first].size()) + " digests)");
+      const std::string report = text(all, keys_.held(epoch_, id));
+      if (report.empty()) return;  // not yet reported
+      const auto held = protocol::parse_held(report);
+      if (!held) {
+        expel(id, "its report of the rounds it holds is malformed");
         return;
       }
-      finish_start(e, "round " + std::to_string(it->first) + " donor " + std::to_string(continuing_.front()));
+      std::set<std::int64_t> rounds;
+      for (const protocol::Held& h : *held)
+        if (rounds.insert(h.round).second) ++holders[h.round], positions[h.round].insert(h.position);
+    }
+    for (auto it = holders.rbegin(); it != holders.rend(); ++it) {
+      if (it->second != continuing_.size()) continue;
+      if (positions[it->first].size() != 1) {
+        finish_start({.round = std::nullopt, .donor = 0, .error = "the members' states of round " + std::to_string(it->first) + " differ (" +
+                               std::to_string(positions[it->first].size()) + " different positions reported)"});
+        return;
+      }
+      finish_start({.round = it->first, .donor = continuing_.front()});
       return;
     }
-    note("epoch " + e + ": the continuing members hold no round in common (lost before their first round end)");
-    finish_start(e, "fresh");
+    note("epoch " + std::to_string(epoch_) + ": the continuing members hold no round in common (lost before their first round end)");
+    finish_start({});
   }
-  void finish_start(const std::string& e, const std::string& start) {
+  void finish_start(const protocol::Start& start) {
     pending_start_ = false;
     started_.insert(members_.begin(), members_.end());
-    put("epoch/" + e + "/start", start);
-    note("epoch " + e + " starts: " + start);
+    const std::string text = protocol::start_text(start);
+    put(keys_.start(epoch_), text);
+    note("epoch " + std::to_string(epoch_) + " starts: " + text);
   }
 
   static std::int64_t value_int(const std::map<std::string, std::vector<char>>& all, const std::string& k) {
@@ -270,8 +343,13 @@ class Coordinator {
     return it == all.end() ? -1 : comm::tcp::value_int(it->second);
   }
 
+  static constexpr std::size_t kLogLines = 1000;
   CoordinatorOptions options_;
+  protocol::Keys keys_;
   comm::StoreServer server_;
+  std::mutex secrets_mutex_;
+  std::map<std::int64_t, std::vector<char>> secrets_;  // the guard's: each claimed worker's secret
+  std::atomic<std::size_t> alive_{0};                  // the workers alive at the loop's last look
   mutable std::mutex mutex_;
   std::vector<std::string> log_;
   bool stopping_ = false;

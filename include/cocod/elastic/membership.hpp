@@ -12,13 +12,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "cocod/comm/tcp_store.hpp"
+#include "cocod/elastic/protocol.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::elastic {
@@ -66,9 +67,12 @@ struct MemberOptions {
   std::chrono::milliseconds heartbeat_interval = std::chrono::milliseconds(200);
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(60);
   std::string prefix = "elastic/";
-  /// The least number of workers this worker wants in an epoch (the coordinator takes the
-  /// largest such wish of the workers alive, and its own --min-workers); 0: no wish.
+  /// The least number of workers this worker wants in the run's first epoch (the coordinator
+  /// takes the largest such wish of the workers alive then, and its own --min-workers; later
+  /// epochs wait for the coordinator's alone); 0: no wish.
   int min_workers = 0;
+  /// The run's shared secret (CoordinatorOptions::token); empty when the coordinator has none.
+  std::string token{};
 };
 
 class Member {
@@ -77,12 +81,15 @@ class Member {
   /// coordinator cannot be reached within connect_timeout.
   explicit Member(MemberOptions options)
       : options_(std::move(options)),
-        store_(std::make_shared<comm::TcpStore>(options_.coordinator, options_.connect_timeout)),
-        heart_(std::make_unique<comm::TcpStore>(options_.coordinator, options_.connect_timeout)) {
-    id_ = store_->add(key("next_id"), 1);
-    heart_->claim(key(worker() + ""));
-    if (options_.min_workers > 0) store_->add(key(worker() + "/min_workers"), options_.min_workers);
-    heart_->add(key(worker() + "/beat"), 1);
+        keys_{options_.prefix},
+        store_(std::make_shared<comm::TcpStore>(options_.coordinator, options_.connect_timeout, options_.token)),
+        heart_(std::make_unique<comm::TcpStore>(options_.coordinator, options_.connect_timeout, options_.token)) {
+    id_ = store_->add(keys_.next_id(), 1);
+    const std::string secret = new_secret();  // (both connections speak for this worker)
+    heart_->claim(keys_.worker(id_), secret);
+    store_->claim(keys_.worker(id_), secret);
+    if (options_.min_workers > 0) store_->add(keys_.worker(id_, protocol::WorkerField::min_workers), options_.min_workers);
+    heart_->add(keys_.worker(id_, protocol::WorkerField::beat), 1);
     beat_ = std::thread([this] { beat(); });
   }
   Member(const Member&) = delete;
@@ -106,12 +113,10 @@ class Member {
   Epoch next_epoch(std::int64_t after, std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     for (std::int64_t e = after + 1;; ++e) {
-      const std::string members = wait_for("epoch/" + std::to_string(e) + "/members", deadline);
+      const std::string members = wait_for(keys_.members(e), deadline);
       Epoch epoch;
       epoch.number = e;
-      std::istringstream in(members);
-      std::string item;
-      while (std::getline(in, item, ',')) epoch.members.push_back(std::stoll(item));
+      epoch.members = parsed(protocol::parse_members(members), keys_.members(e), members);
       for (std::size_t i = 0; i < epoch.members.size(); ++i)
         if (epoch.members[i] == id_) epoch.rank = static_cast<int>(i);
       if (epoch.rank < 0) continue;  // formed without this worker (it was waiting): the next
@@ -124,19 +129,15 @@ class Member {
   /// DistributedError when the members' states of that round differ.
   void settle_start(Epoch& epoch, const std::vector<std::pair<std::int64_t, std::string>>& held,
                     std::chrono::milliseconds timeout) {
-    const std::string e = "epoch/" + std::to_string(epoch.number);
-    std::string text = "v";  // (the coordinator reads those of the members that trained before)
-    for (const auto& [round, digest] : held) text += " " + std::to_string(round) + ":" + digest;
-    store_->set(key(e + "/held/" + std::to_string(id_)), std::vector<char>(text.begin(), text.end()));
-    const std::string start = wait_for(e + "/start", Clock::now() + timeout, epoch.number);
-    if (start.rfind("error: ", 0) == 0)
-      throw DistributedError("cocod::elastic: epoch " + std::to_string(epoch.number) + ": " + start.substr(7));
-    if (start == "fresh") return;
-    std::istringstream in(start);
-    std::string word;
-    std::int64_t round = 0;
-    in >> word >> round >> word >> epoch.donor;
-    epoch.round = round;
+    std::vector<protocol::Held> report;  // (the coordinator reads those of the members that trained before)
+    for (const auto& [round, position] : held) report.push_back({round, position});
+    const std::string text = protocol::held_text(report);
+    store_->set(keys_.held(epoch.number, id_), std::vector<char>(text.begin(), text.end()));
+    const std::string value = wait_for(keys_.start(epoch.number), Clock::now() + timeout, epoch.number);
+    const protocol::Start start = parsed(protocol::parse_start(value), keys_.start(epoch.number), value);
+    if (!start.error.empty()) throw DistributedError("cocod::elastic: epoch " + std::to_string(epoch.number) + ": " + start.error);
+    epoch.round = start.round;
+    epoch.donor = start.donor;
   }
 
   /// While this worker trains in `epoch`, the heartbeat calls `abort` once if the coordinator
@@ -149,17 +150,16 @@ class Member {
   void unwatch() { watch(0, {}); }
 
   /// This worker's run ended (it holds the final model): the coordinator forms no more epochs.
-  void finish() { store_->set(key(worker() + "/finished"), {'1'}); }
+  void finish() { store_->set(keys_.worker(id_, protocol::WorkerField::finished), {'1'}); }
   /// This worker leaves the run (at a round end, by script; or refused): the coordinator forms
   /// the next epoch without it and logs "it left " + `why`.
   void leave(const std::string& why = "at a round end") {
     const std::string text = why.empty() ? "at a round end" : why;
-    store_->set(key(worker() + "/leaving"), std::vector<char>(text.begin(), text.end()));
+    store_->set(keys_.worker(id_, protocol::WorkerField::leaving), std::vector<char>(text.begin(), text.end()));
   }
   /// Whether the coordinator formed an epoch after `epoch` (this worker's group was replaced).
   [[nodiscard]] bool replaced(std::int64_t epoch) {
-    auto v = store_->try_get(key("epoch"));
-    return v && std::stoll(std::string(v->begin(), v->end())) > epoch;
+    return newest(*store_) > epoch;
   }
   /// How many workers wait to be admitted, as the last heartbeat learned it (at most
   /// MemberOptions::heartbeat_interval old: asking at every round end would cost the training
@@ -171,10 +171,10 @@ class Member {
   }
   /// Asks the coordinator to admit the waiting workers into the epoch after `epoch` (the members
   /// call it at an agreed round end, then call next_epoch()).
-  void ask_switch(std::int64_t epoch) { store_->set(key("epoch/" + std::to_string(epoch) + "/switch"), {'1'}); }
+  void ask_switch(std::int64_t epoch) { store_->set(keys_.switch_at(epoch), {'1'}); }
   /// The coordinator's membership log so far.
   [[nodiscard]] std::string log() {
-    auto v = store_->try_get(key("log"));
+    auto v = store_->try_get(keys_.log());
     return v ? std::string(v->begin(), v->end()) : std::string();
   }
   /// Throws Expelled if the coordinator expelled this worker, CommunicationError if the
@@ -186,21 +186,37 @@ class Member {
   }
 
  private:
-  [[nodiscard]] std::string key(const std::string& k) const { return options_.prefix + k; }
-  [[nodiscard]] std::string worker() const { return "worker/" + std::to_string(id_); }
   static std::int64_t value(const std::optional<std::vector<char>>& v) { return v ? comm::tcp::value_int(*v) : 0; }
+  static std::string new_secret() {
+    std::random_device entropy;
+    std::string secret(protocol::kSecretBytes, '\0');
+    for (char& c : secret) c = "0123456789abcdef"[entropy() % 16];
+    return secret;
+  }
+  // A value the coordinator wrote, read (a malformed one ends this worker with a clear error).
+  template <class T>
+  T parsed(std::optional<T> v, const std::string& k, const std::string& text) const {
+    if (!v) throw CommunicationError("cocod::elastic: worker " + std::to_string(id_) + ": the coordinator's '" + k + "' is malformed ('" + text.substr(0, 80) + "')");
+    return std::move(*v);
+  }
+  // The latest epoch the coordinator formed (0: none yet).
+  std::int64_t newest(comm::TcpStore& store) const {
+    auto v = store.try_get(keys_.epoch());
+    if (!v) return 0;
+    const std::string text(v->begin(), v->end());
+    return parsed(protocol::parse_epoch(text), keys_.epoch(), text);
+  }
 
   // Waits for a key, checking between short waits whether this worker was expelled (and, with
   // `epoch`, whether a newer epoch replaced that one).
   std::string wait_for(const std::string& k, Clock::time_point deadline, std::int64_t epoch = 0) {
     for (;;) {
       check();
-      if (auto v = store_->try_get(key(k))) return std::string(v->begin(), v->end());
-      if (store_->try_get(key("finished")))
-        throw RunFinished("cocod::elastic: worker " + std::to_string(id_) + ": the run finished before it was admitted");
-      if (epoch > 0)
-        if (auto v = store_->try_get(key("epoch")); v && std::stoll(std::string(v->begin(), v->end())) > epoch)
-          throw Superseded("cocod::elastic: epoch " + std::to_string(epoch) + " was replaced before it started");
+      if (auto v = store_->try_get(k)) return std::string(v->begin(), v->end());
+      if (store_->try_get(keys_.finished()))
+        throw RunFinished("cocod::elastic: worker " + std::to_string(id_) + ": the run finished without this worker");
+      if (epoch > 0 && newest(*store_) > epoch)
+        throw Superseded("cocod::elastic: epoch " + std::to_string(epoch) + " was replaced before it started");
       if (Clock::now() > deadline)
         throw CommunicationError("cocod::elastic: worker " + std::to_string(id_) + ": the coordinator did not set '" + k + "' in time");
       std::unique_lock lock(mutex_);
@@ -213,19 +229,19 @@ class Member {
     while (!cv_.wait_for(lock, options_.heartbeat_interval, [&] { return leaving_; })) {
       lock.unlock();
       std::string expelled, error;
-      std::int64_t newest = 0, waiting = 0;
+      std::int64_t latest = 0, waiting = 0;
       try {
-        heart_->add(key(worker() + "/beat"), 1);
-        if (auto v = heart_->try_get(key(worker() + "/expelled"))) expelled.assign(v->begin(), v->end());
-        if (auto v = heart_->try_get(key("epoch"))) newest = std::stoll(std::string(v->begin(), v->end()));
-        waiting = value(heart_->try_get(key("waiting")));
+        heart_->add(keys_.worker(id_, protocol::WorkerField::beat), 1);
+        if (auto v = heart_->try_get(keys_.worker(id_, protocol::WorkerField::expelled))) expelled.assign(v->begin(), v->end());
+        latest = newest(*heart_);
+        waiting = value(heart_->try_get(keys_.waiting()));
       } catch (const std::exception& e) {
         error = std::string("cocod::elastic: the coordinator at ") + options_.coordinator + " is gone (" + e.what() + ")";
       }
       lock.lock();
       waiting_ = waiting;
-      waiting_epoch_ = newest;  // (read before the count: the count is at least as new)
-      if (watched_ > 0 && newest > watched_ && abort_) {
+      waiting_epoch_ = latest;  // (read before the count: the count is at least as new)
+      if (watched_ > 0 && latest > watched_ && abort_) {
         abort_();  // (noexcept: closes the epoch's connections)
         abort_ = {};
       }
@@ -236,6 +252,7 @@ class Member {
   }
 
   MemberOptions options_;
+  protocol::Keys keys_;
   std::shared_ptr<comm::TcpStore> store_;
   std::unique_ptr<comm::TcpStore> heart_;  // its own connection: the coordinator watches it
   std::int64_t id_ = 0;

@@ -183,11 +183,13 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
   std::optional<Model>& model = result.model;
   std::int64_t after = 0;
   std::size_t reached = 0;  // the steps this worker had taken when its last epoch ended
+  bool trained = false;     // it began an epoch (a run that finishes without it then is its failure)
   for (;;) {
     Epoch epoch;
     try {
       epoch = member.next_epoch(after, o.epoch_timeout);
-    } catch (const RunFinished&) {  // it ended before this worker was admitted
+    } catch (const RunFinished& e) {  // it ended before this worker was admitted: nothing to do
+      if (trained) throw DistributedError(std::string(e.what()) + ", after it trained: it holds no final model");
       result.log = member.log();
       return result;
     }
@@ -200,6 +202,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
     } catch (const Superseded&) {  // a member was lost before it started: the next one
       continue;
     }
+    trained = true;
     Snapshots::Plan plan{};
     plan.epoch = epoch.number;
     if (epoch.round) {

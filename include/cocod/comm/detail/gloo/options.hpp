@@ -22,6 +22,9 @@ struct GlooOptions {
   /// rank 0 serves the store itself, listening on the store address's port on every interface;
   /// no other program is needed (the others retry until it listens, up to connect_timeout).
   bool serve_store = false;
+  /// The run's shared secret, presented to the store (and, with serve_store, required of every
+  /// client of the store rank 0 serves). Empty: none.
+  std::string token{};
   /// The keys of this run in the store: runs that share a store need different prefixes.
   std::string prefix = "cocod";
   /// The address the peers reach this worker at (Gloo's TCP device): a host name or IP address,
