@@ -12,13 +12,19 @@
 #         the final accuracy against the same run undisturbed (target: within 0.3 points), and
 #         what the kill cost (the time to the next round, the steps trained again).
 #
-#   benchmarks/elastic.sh [cost|demo|all] [OUT_DIR]     (BUILD=build/bench by default)
+#   kills the kill campaign (tests/elastic_kills.py): 4 least_squares workers on loopback, RUNS
+#         runs (default 20) of each kind of fault (a random kill, a kill 0-30 ms into an epoch's
+#         set-up, two kills 20-80 ms apart, a kill and a replacement, SIGSTOP); every survivor must
+#         finish with the same digest; the time from a kill to the survivors' next round
+#         (median, worst) per kind. The suite runs it with one run of each kind (elastic.kills).
+#
+#   benchmarks/elastic.sh [cost|demo|kills|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_help "$0" "${1:-}"
 which="${1:-all}"
-case "$which" in cost|demo|all|cost-run|cost-inside) ;;
-  *) echo "benchmarks/elastic.sh: unknown part '$which' (cost, demo or all; see --help)" >&2; exit 2 ;;
+case "$which" in cost|demo|kills|all|cost-run|cost-inside) ;;
+  *) echo "benchmarks/elastic.sh: unknown part '$which' (cost, demo, kills or all; see --help)" >&2; exit 2 ;;
 esac
 out="${2:-$COCOD_ROOT/results/benchmarks}"
 repeats="${REPEATS:-3}"
@@ -172,4 +178,10 @@ if [ "$which" = demo ] || [ "$which" = all ]; then
            '< grep ^disturbed $out/elastic-demo.csv' using 3:6 with lines title 'worker killed, replacement joined'" 2>/dev/null ||
       echo "# (gnuplot could not draw $out/elastic-demo.png)"
   fi
+fi
+
+if [ "$which" = kills ] || [ "$which" = all ]; then
+  echo "# the kill campaign: $(echo "${RUNS:-20}") runs of each kind, 4 least_squares workers on loopback; $(date +%F), $(nproc) cores"
+  python3 "$COCOD_ROOT/tests/elastic_kills.py" "$BENCH_BUILD/examples/least_squares/least_squares" "$coord" "$work/kills" \
+    --runs "${RUNS:-20}" --seed "${SEED:-1}" | tee "$out/elastic-kills.txt"
 fi

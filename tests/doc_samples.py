@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 DATE = r"\d{4}-\d\d-\d\d( \d\d:\d\d)?"
 SOURCE = ("cpp", "cmake")  # the languages of source blocks; a block of another language fails the check
@@ -87,10 +88,6 @@ SAMPLES = {
     "slowdown": dict(cmd="inline", columns=["k", "test_accuracy", "wall_s", "ms/round", "ms/step", "waited", "speedup"],
                      mask=[r"(?<=\(prop\)) .*", r"m = [\d.]+ ms", r"c = [\d.]+ ms", r"[0-9a-f]{16}$"],
                      needs=["examples/fashion_mnist/fashion_mnist"]),
-    # MPICH's recipe, run as written (into WORK): it must build and train, printing the digest
-    "mpich-recipe": dict(cmd="block", expect=r"model digest CoCoD-SGD: [0-9a-f]{16}", timeout=600,
-                         replace={"-S .": "-S {ROOT}", "build/mpich": "{WORK}/mpich"},
-                         needs_tools=["mpicxx.mpich", "mpiexec.mpich"]),
     # the first rows of the CSV that the run api-callbacks wrote (in WORK)
     "api-csv": dict(cmd=["head -4 rounds.csv"], mask=[r"(,[^,]*){4}(?=,\d+,\d+$)"]),  # the four times
     "resume": dict(cmd=["{CMD}", "echo '# the same command with --resume:'", "{CMD} --resume"],
@@ -274,6 +271,9 @@ LISTED = {
     ("docs/elastic.md", "scripts/shaped-link -- mpiexec --allow-run-as-root --oversubscribe --mca btl tcp,self --mca "
                         "btl_tcp_if_include lo \\"):
         "a benchmark over the shaped link, N its rank count (2, then 4): minutes of timed all-reduces up to 64 MiB at 1 Gbit/s",
+    ("docs/elastic.md", "# kind     runs passed   kill -> next epoch's first round (median, worst)"):
+        "a benchmark's table: one dated run's timings, printed by the command above it (benchmarks/elastic.sh kills; "
+        "elastic.kills runs one run of each kind)",
     ("docs/elastic.md", "# algorithm  variant             wall_s  ms/round   x mpi"):
         TABLE + " (benchmarks/elastic.sh cost: 3 runs of each variant over the shaped link)",
     ("docs/elastic.md", "# elastic demo: Fashion-MNIST MLP, CoCoD-SGD k = 8, 12 epochs, 4 workers as processes on 2 cores; 2026-12-04"):
@@ -299,6 +299,8 @@ LISTED = {
     ("docs/mpi.md", "cocod: rank 0 failed: cocod::comm::Mpi: no progress from rank 2 for 2 s: rank 0 waits in all_reduce of 1000 "
                     "doubles, which it has not begun (...)"):
         "error messages with no command: test_mpi_stall checks their words",
+    ("docs/mpi.md", "cmake -S . -B build/mpich -DCMAKE_BUILD_TYPE=Release -DCOCOD_BUILD_TESTS=OFF -DCOCOD_MPI_BOOST=OFF \\"):
+        "builds an example against MPICH: 3 minutes of compilation here (mpich.suite builds and runs the MPI tests under MPICH)",
     ("docs/mpi.md", "cmake -S . -B build/test -DCMAKE_BUILD_TYPE=Release -DCOCOD_BUILD_TESTS=OFF"):
         "builds two examples: minutes of compilation (least_squares alone took 4 minutes here); the sample mpi-examples runs them",
     ("docs/mpi.md", "# hosts"): "a host file's contents: a cluster's machines",
@@ -630,7 +632,10 @@ def main():
     for stale in ("rounds.csv",):  # what a run writes and a later sample reads: never an earlier run's
         if os.path.exists(os.path.join(args.work, stale)):
             os.remove(os.path.join(args.work, stale))
+    took = {}  # seconds each sample (and the build of the runs) took, the slowest printed at the end
+    start = time.monotonic()
     built = {} if args.coverage else build_runs(runs, args)
+    took["(the runs' programs, compiled)"] = time.monotonic() - start
 
     def report(block, state, what):
         nonlocal failed
@@ -661,15 +666,19 @@ def main():
                 if name not in SAMPLES:
                     report(b, "failed", "sample %s: not in tests/doc_samples.py's SAMPLES" % name)
                     continue
+                start = time.monotonic()
                 state, what = ("ok", "not run") if args.coverage else check_sample(name, b, prev, args)
+                took[name] = time.monotonic() - start
                 report(b, state, "%s: %s" % (name, what))
             elif kind == "run":
                 seen_runs.add(name)
                 if name not in RUNS:
                     report(b, "failed", "run %s: not in tests/doc_samples.py's RUNS" % name)
                     continue
+                start = time.monotonic()
                 state, what = ("ok", "not run") if args.coverage else check_run(
                     name, blocks[i + 1] if i + 1 < len(blocks) else None, built, args)
+                took[name] = time.monotonic() - start
                 report(b, state, "%s: %s" % (name, what))
             elif kind == "code" or b.lang in SOURCE:
                 continue
@@ -701,6 +710,8 @@ def main():
             failed += 1
     print("# doc samples: %d matched, %d skipped, %d listed as not run, %d failed" % (
         counts["ok"], counts["skipped"], counts["listed"], failed))
+    if not args.coverage:
+        print("# the slowest: " + ", ".join("%s %.0f s" % (n, t) for n, t in sorted(took.items(), key=lambda x: -x[1])[:8]))
     if not args.only:
         print("# listed as not run:")
         for (page, first), why in sorted(LISTED.items()):

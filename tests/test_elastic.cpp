@@ -644,6 +644,43 @@ TEST_CASE("a newcomer with other settings is refused by name; the members go on 
   CHECK(logged(c, "lost worker 3: it left with its settings refused"));  // told before its connection closed
 }
 
+// The settings every member of an epoch shares, as the refusal lists them.
+#define AGREED                                                                                                    \
+  "TrainOptions::checkpoints, TrainOptions::checkpoint_every, TrainOptions::resume, TrainOptions::snapshot_every, " \
+  "Options::non_finite, Options::max_skips and the run's length (its stop)"
+
+TEST_CASE("a newcomer with another length, non_finite or max_skips is refused by name before training; the members go on") {
+  struct Case {
+    const char* field;
+    std::size_t steps;
+    cocod::NonFinite non_finite;
+    std::size_t max_skips;
+  };
+  for (const Case& k : {Case{"the run's length (its stop) differs from the run's (rank 0 of epoch 2: 60 steps at 2^20 steps per "
+                             "epoch, this worker: 90 steps at 2^20 steps per epoch)", 90, cocod::NonFinite::raise, 3},
+                        Case{"Options::non_finite differs from the run's (rank 0 of epoch 2: raise, this worker: off)", 60,
+                             cocod::NonFinite::off, 3},
+                        Case{"Options::max_skips differs from the run's (rank 0 of epoch 2: 3, this worker: 5)", 60,
+                             cocod::NonFinite::raise, 5}}) {
+    CAPTURE(k.field);
+    Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+    Fleet fleet{c, {}, {}, {}, {}};
+    fleet.start<cocod::Optimizer>(setup(), 60, {}, 0ms, hold_until_waiting(1));
+    fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms, hold_until_waiting(1));
+    while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
+    cocod_test::Setup other = setup();
+    other.options.non_finite = k.non_finite;
+    other.options.max_skips = k.max_skips;
+    fleet.start<cocod::Optimizer>(other, k.steps, {});
+    fleet.join();
+    INFO(joined(c.log()));
+    REQUIRE(fleet.errors.count(3) == 1);
+    CHECK(fleet.errors[3] == std::string("cocod::elastic: ") + k.field + ": every worker passes the same " AGREED);
+    CHECK(fleet.models.size() == 2);
+    CHECK(logged(c, "lost worker 3: it left with its settings refused"));
+  }
+}
+
 TEST_CASE("a newcomer with other checkpoint settings is refused by name; the members go on without it") {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
   Fleet fleet{c, {}, {}, {}, {}};
@@ -657,8 +694,8 @@ TEST_CASE("a newcomer with other checkpoint settings is refused by name; the mem
   INFO(joined(c.log()));
   REQUIRE(fleet.errors.count(3) == 1);
   CHECK(fleet.errors[3] ==
-        "cocod::elastic::TrainOptions: checkpoints differs from the run's (rank 0 of epoch 2: none, this worker: a directory): "
-        "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
+        "cocod::elastic: TrainOptions::checkpoints differs from the run's (rank 0 of epoch 2: none, this worker: a directory): "
+        "every worker passes the same " AGREED);
   CHECK(fleet.models.size() == 2);
   CHECK(logged(c, "lost worker 3: it left with its settings refused"));
   std::error_code ignored;
@@ -678,8 +715,8 @@ TEST_CASE("in a first epoch the settings most workers pass are the run's, whiche
   REQUIRE(logged(c, "epoch 1: workers 1,2,3"));
   REQUIRE(fleet.errors.count(1) == 1);
   CHECK(fleet.errors[1] ==
-        "cocod::elastic::TrainOptions: snapshot_every differs from the run's (rank 1 of epoch 1: 1, this worker: 2): "
-        "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
+        "cocod::elastic: TrainOptions::snapshot_every differs from the run's (rank 1 of epoch 1: 1, this worker: 2): "
+        "every worker passes the same " AGREED);
   CHECK(fleet.models.size() == 2);  // workers 2 and 3 go on without it
   CHECK(logged(c, "lost worker 1: it left with its settings refused"));
 }
@@ -699,8 +736,8 @@ TEST_CASE("in a first epoch whose workers' settings split evenly, rank 0's are t
   for (const std::int64_t id : {3, 4}) {
     REQUIRE(fleet.errors.count(id) == 1);
     CHECK(fleet.errors[id] ==
-          "cocod::elastic::TrainOptions: snapshot_every differs from the run's (rank 0 of epoch 1: 2, this worker: 1): "
-          "every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
+          "cocod::elastic: TrainOptions::snapshot_every differs from the run's (rank 0 of epoch 1: 2, this worker: 1): "
+          "every worker passes the same " AGREED);
   }
   CHECK(fleet.models.size() == 2);  // workers 1 and 2 go on
 }

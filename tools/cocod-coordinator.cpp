@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       const auto log = coordinator.log();
       for (; printed < log.size(); ++printed) std::printf("%s\n", log[printed].c_str());
       std::fflush(stdout);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::printf("cocod-coordinator: stopped\n");
   } catch (const std::exception& e) {

@@ -58,15 +58,17 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
     const GlooOptions o = gloo_detail::checked(options);
     const auto address = tcp::parse_address(o.store, "cocod::comm::GlooOptions: store");
     if (o.serve_store && o.rank == 0) server_ = std::make_shared<StoreServer>("", address.port, StoreOptions{.token = o.token});
-    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<TcpStore>(o.store, o.connect_timeout, o.token));
+    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<TcpStore>(o.store, o.connect_timeout, o.token), nullptr);
   }
   /// The same over a connection to the store that the caller already holds (an elastic worker's,
   /// one per process rather than one per communicator); options.store and serve_store are not used.
-  Gloo(const GlooOptions& options, std::shared_ptr<TcpStore> store) {
+  /// `abort`, when given, ends it from another thread, the connection set-up included (which
+  /// then throws cocod::Aborted).
+  Gloo(const GlooOptions& options, std::shared_ptr<TcpStore> store, std::shared_ptr<GlooAbort> abort = nullptr) {
     GlooOptions o = options;
     o.store = store ? store->address() : std::string();
     o.serve_store = false;
-    engine_ = std::make_shared<gloo_detail::Engine>(gloo_detail::checked(o), std::move(store));
+    engine_ = std::make_shared<gloo_detail::Engine>(gloo_detail::checked(o), std::move(store), std::move(abort));
   }
 
   /// Runs fn(Gloo) and returns fn's result if it is an int (the exit status for main), else 0.

@@ -70,14 +70,18 @@ class TcpStore : public gloo::rendezvous::Store {
   void claim(const std::string& key, const std::string& secret = {}) { call({tcp::Verb::claim, key, {secret.begin(), secret.end()}}, {}); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    if (!wait_for(keys, timeout))
+      throw CommunicationError(who() + ": " + std::to_string(keys.size()) + " keys were not all set within " +
+                               std::to_string(timeout.count()) + " ms (are all the workers started?)");
+  }
+  /// Whether every key was set within `timeout` (false when it passed first).
+  [[nodiscard]] bool wait_for(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     std::vector<char> list;
     for (const std::string& k : keys) {
       list.insert(list.end(), k.begin(), k.end());
       list.push_back('\0');
     }
-    if (call({tcp::Verb::wait, std::to_string(timeout.count()), list}, timeout).status == tcp::Status::timed_out)
-      throw CommunicationError(who() + ": " + std::to_string(keys.size()) + " keys were not all set within " +
-                               std::to_string(timeout.count()) + " ms (are all the workers started?)");
+    return call({tcp::Verb::wait, std::to_string(timeout.count()), list}, timeout).status != tcp::Status::timed_out;
   }
 
  private:

@@ -4,7 +4,9 @@
 // its last round ends in memory (elastic::Snapshots). When a peer is lost, every survivor's
 // collective fails (cocod::PeerLost), the coordinator forms the next epoch of the survivors
 // (and of waiting workers), and each continues from the latest round they all hold (at most
-// the round in flight is lost). A waiting worker is admitted at a round end the members agree
+// two rounds are lost: the one in flight, and the one before when its exchange did not reach
+// every survivor). A loss while the members of a new epoch connect ends that set-up: the
+// survivors go on to the next epoch. A waiting worker is admitted at a round end the members agree
 // on (a vote in the control slots, as a checkpoint request is). Link cocod::gloo.
 //
 //     cocod::elastic::Member member({.coordinator = "node0:29500"});
@@ -22,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -38,7 +41,9 @@
 #include "cocod/elastic/membership.hpp"
 #include "cocod/elastic/snapshots.hpp"
 #include "cocod/errors.hpp"
+#include "cocod/options.hpp"
 #include "cocod/report.hpp"
+#include "cocod/stop.hpp"
 
 namespace cocod::elastic {
 
@@ -49,8 +54,8 @@ struct TrainOptions {
   std::chrono::milliseconds stall_timeout = std::chrono::seconds(300);
   /// How long to wait for the coordinator to form an epoch this worker belongs to.
   std::chrono::milliseconds epoch_timeout = std::chrono::seconds(600);
-  /// Keep the state every this many round ends (1: a lost worker costs at most the round in
-  /// flight; each snapshot copies the parameters and the update's state, and checksums them).
+  /// Keep the state every this many round ends (1: a lost worker costs at most two rounds,
+  /// 2k - 1 steps; each snapshot copies the parameters and the update's state, and checksums them).
   std::size_t snapshot_every = 1;
   /// Scripted membership changes (a replay of a log): at the end of each of these rounds (counted
   /// as rounds completed, as the log's "starts: round R") every member ends its epoch, so that
@@ -96,23 +101,55 @@ struct TrainResult {
 };
 
 namespace train_detail {
+// An epoch whose connections cannot be set up is followed by another; this many in a row end
+// the worker with the error (a peer it can never reach).
+inline constexpr int kMaxFailedSetups = 3;
 // What the members of an epoch must agree on about a round they hold: its step count (their
 // states themselves differ, each worker's own).
 inline std::string position_of(const Snapshots::State& s) { return "step" + std::to_string(s.step); }
-// Every member of an epoch passes the same checkpoint and snapshot settings (they decide which
-// collectives it calls and which rounds it holds): each puts its own in its slots; a worker whose
-// settings differ from the reference ends with std::invalid_argument naming the field, and the
-// others go on to the next epoch without it (Refused), as with a refused newcomer. The reference
-// is the donor when the epoch continues from a round (it agreed in an earlier epoch), else the
-// settings most members pass (ties: the lowest rank's).
-inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, std::optional<int> donor, std::int64_t epoch) {
-  const char* names[] = {"checkpoints", "checkpoint_every", "resume", "snapshot_every"};
-  const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank()), k = std::size(names);
+// A setting every member of an epoch must share and a resume does not compare (a resume lets
+// it change): its name, its value as the agreement exchanges it, and how a message shows one.
+struct Agreed {
+  std::string name;
+  double value;
+  std::function<std::string(double)> show;
+};
+// The run's length as the members compare it: the steps `stop` gives at 2^20 steps per epoch
+// (an Epochs, a Steps or a Rounds count, or a length of the caller's own).
+template <class Stop>
+Agreed length_setting(const Stop& stop, std::size_t period) {
+  const double steps = static_cast<double>(stop.steps(static_cast<double>(1 << 20), period));
+  return {"the run's length (its stop)", steps, [](double v) {
+            const std::string at = checkpoint::detail::text(v) + " steps at 2^20 steps per epoch";
+            if constexpr (std::is_same_v<Stop, Epochs>) return "Epochs{" + checkpoint::detail::text(v / (1 << 20)) + "}: " + at;
+            else return at;
+          }};
+}
+// What decides which collectives a member calls, which rounds it holds and when the run ends.
+template <class Stop>
+std::vector<Agreed> agreed_settings(const TrainOptions& o, const Options& options, const Stop& stop) {
+  const auto count = [](const char* name, std::size_t v) {
+    return Agreed{name, static_cast<double>(v), [](double x) { return std::to_string(static_cast<std::size_t>(x)); }};
+  };
+  return {Agreed{"TrainOptions::checkpoints", o.checkpoints ? 1.0 : 0.0, [](double x) { return x != 0 ? "a directory" : "none"; }},
+          count("TrainOptions::checkpoint_every", o.checkpoints ? o.checkpoint_every : 0),
+          Agreed{"TrainOptions::resume", o.resume ? 1.0 : 0.0, [](double x) { return x != 0 ? "true" : "false"; }},
+          count("TrainOptions::snapshot_every", o.snapshot_every),
+          Agreed{"Options::non_finite", static_cast<double>(options.non_finite),
+                 [](double x) { return x == 0 ? "raise" : x == 1 ? "skip" : "off"; }},
+          count("Options::max_skips", options.max_skips),
+          length_setting(stop, options.period)};
+}
+// Every member of an epoch passes the same agreed_settings(): each puts its own in its slots; a
+// worker whose settings differ from the reference ends with std::invalid_argument naming the
+// setting, and the others go on to the next epoch without it (Refused), as with a refused
+// newcomer. The reference is the donor when the epoch continues from a round (it agreed in an
+// earlier epoch), else the settings most members pass (ties: the lowest rank's). It is the first
+// collective of an epoch: a newcomer that differs is refused before any collective of training.
+inline void agree_settings(comm::Gloo& comm, const std::vector<Agreed>& mine, std::optional<int> donor, std::int64_t epoch) {
+  const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank()), k = mine.size();
   std::vector<double> slots(n * k, 0.0);
-  slots[rank * k] = o.checkpoints ? 1.0 : 0.0;
-  slots[rank * k + 1] = o.checkpoints ? static_cast<double>(o.checkpoint_every) : 0.0;
-  slots[rank * k + 2] = o.resume ? 1.0 : 0.0;
-  slots[rank * k + 3] = static_cast<double>(o.snapshot_every);
+  for (std::size_t f = 0; f < k; ++f) slots[rank * k + f] = mine[f].value;
   comm.all_reduce(std::span<double>(slots));
   const auto same = [&](std::size_t i, std::size_t j) { return std::equal(&slots[i * k], &slots[i * k] + k, &slots[j * k]); };
   std::size_t ref = donor ? static_cast<std::size_t>(*donor) : 0, most = 0;
@@ -126,21 +163,16 @@ inline void agree_settings(comm::Gloo& comm, const TrainOptions& o, std::optiona
       if (slots[j * k + f] != slots[ref * k + f]) return f;
     return std::nullopt;
   };
-  const auto shown = [&](std::size_t j, std::size_t f) -> std::string {
-    const double v = slots[j * k + f];
-    if (f == 0) return v != 0 ? "a directory" : "none";
-    if (f == 2) return v != 0 ? "true" : "false";
-    return std::to_string(static_cast<std::size_t>(v));
-  };
+  std::string names;
+  for (std::size_t f = 0; f < k; ++f) names += (f == 0 ? "" : f + 1 == k ? " and " : ", ") + mine[f].name;
   if (const auto f = differs(rank))
-    throw std::invalid_argument(std::string("cocod::elastic::TrainOptions: ") + names[*f] + " differs from the run's (rank " +
-                                std::to_string(ref) + " of epoch " + std::to_string(epoch) + ": " + shown(ref, *f) +
-                                ", this worker: " + shown(rank, *f) +
-                                "): every worker passes the same checkpoints (set or not), checkpoint_every, resume and snapshot_every");
+    throw std::invalid_argument("cocod::elastic: " + mine[*f].name + " differs from the run's (rank " + std::to_string(ref) +
+                                " of epoch " + std::to_string(epoch) + ": " + mine[*f].show(slots[ref * k + *f]) +
+                                ", this worker: " + mine[*f].show(mine[*f].value) + "): every worker passes the same " + names);
   for (std::size_t j = 0; j < n; ++j)
     if (const auto f = differs(j))
-      throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(epoch) + " was refused: its TrainOptions::" +
-                    names[*f] + " differs from the run's");
+      throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(epoch) + " was refused: its " +
+                    mine[*f].name + " differs from the run's");
 }
 // A worker that ends with an error of its own (its settings refused) first tells the
 // coordinator it leaves, so that the others need not wait for its connection to close.
@@ -165,10 +197,11 @@ struct NoHook {
 /// Throws Expelled if the coordinator expelled this worker, CommunicationError when the coordinator
 /// is gone (TrainOptions::checkpoints then holds the newest checkpoint to resume from),
 /// std::invalid_argument naming a TrainOptions field that cannot be used (snapshot_every 0, resume
-/// without checkpoints) or that differs from the run's (checkpoints, checkpoint_every, resume,
-/// snapshot_every: the others go on without this worker), CheckpointError for a checkpoint that
-/// does not fit, and any failure that is not a lost peer (a peer's own error ends every worker, as
-/// in comm::Gloo).
+/// without checkpoints) or a setting that differs from the run's (checkpoints, checkpoint_every,
+/// resume, snapshot_every, Options::non_finite and max_skips, the stop: the others go on without
+/// this worker), CheckpointError for a checkpoint that does not fit, CommunicationError after
+/// three epochs in a row whose connections could not be set up, and any failure that is not a
+/// lost peer (a peer's own error ends every worker, as in comm::Gloo).
 template <class Trainer, class Stop, class MakeModel, class Construct, class OnRound = train_detail::NoHook>
 auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& make, Construct&& construct,
            OnRound&& on_round = {}) {
@@ -184,6 +217,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
   std::int64_t after = 0;
   std::size_t reached = 0;  // the steps this worker had taken when its last epoch ended
   bool trained = false;     // it began an epoch (a run that finishes without it then is its failure)
+  int failed_setups = 0;    // epochs in a row whose connections could not be set up
   for (;;) {
     Epoch epoch;
     try {
@@ -222,15 +256,28 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       ~Unwatch() { m.unwatch(); }
     } unwatch{member};
     try {
-      comm::Gloo comm(g, member.shared_store());
-      member.watch(epoch.number, [comm]() mutable { comm.abort(); });
+      // (watched from the set-up on: a member lost while the members connect ends it)
+      auto abort = std::make_shared<comm::GlooAbort>();
+      member.watch(epoch.number, [abort] { abort->abort(); });
+      std::optional<comm::Gloo> connected;
+      try {
+        connected.emplace(g, member.shared_store(), abort);
+        failed_setups = 0;
+      } catch (const CommunicationError& e) {  // most often a member lost while it connected
+        if (++failed_setups > train_detail::kMaxFailedSetups) throw;
+        if (!member.replaced(epoch.number)) member.ask_switch(epoch.number);  // the next epoch, whoever is left
+        result.losses.emplace_back(e.what());
+        continue;
+      }
+      comm::Gloo comm = *connected;
       std::optional<Trainer> opt;  // (declared after the model: it goes first)
       model.reset();
       model.emplace(make(epoch.rank, epoch.size()));
       construct(opt, comm);
       Resumed from;
       try {
-        train_detail::agree_settings(comm, o, epoch.round ? std::optional<int>(plan.donor) : std::nullopt, epoch.number);
+        train_detail::agree_settings(comm, train_detail::agreed_settings(o, opt->options(), stop),
+                                     epoch.round ? std::optional<int>(plan.donor) : std::nullopt, epoch.number);
         if (!epoch.round && o.resume) {
           snapshots.clear();
           from = opt->resume(*model, *o.checkpoints, stop, {.workers_may_change = true});

@@ -13,8 +13,7 @@
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/context.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <signal.h>
@@ -33,6 +32,7 @@
 #include "cocod/comm/communicator.hpp"
 #include "cocod/comm/detail/collective_queue.hpp"
 #include "cocod/comm/detail/descriptions.hpp"
+#include "cocod/comm/detail/gloo/abort.hpp"
 #include "cocod/comm/detail/gloo/options.hpp"
 #include "cocod/comm/detail/rank_order.hpp"
 #include "cocod/comm/detail/thread_start.hpp"
@@ -61,20 +61,21 @@ class Engine {
   using Queue = comm::detail::CollectiveQueue<Collective>;
 
  public:
-  Engine(const GlooOptions& options, std::shared_ptr<TcpStore> store)
-      : options_(options), store_(std::move(store)), headers_(static_cast<std::size_t>(options.size)) {
+  Engine(const GlooOptions& options, std::shared_ptr<TcpStore> store, std::shared_ptr<GlooAbort> abort)
+      : options_(options),
+        store_(std::move(store)),
+        abort_(abort ? std::move(abort) : std::make_shared<GlooAbort>()),
+        headers_(static_cast<std::size_t>(options.size)) {
     ignore_sigpipe();
     ::gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     attr.iface = options.interface;
     try {
-      auto device = ::gloo::transport::tcp::CreateDevice(attr);
-      auto context = std::make_shared<::gloo::rendezvous::Context>(options.rank, options.size);
-      context->setTimeout(options.connect_timeout);
-      ::gloo::rendezvous::PrefixStore prefixed(options.prefix, *store_);
-      context->connectFullMesh(prefixed, device);
-      context_ = std::move(context);
-    } catch (const std::runtime_error& e) {  // Gloo's, or the store's (CommunicationError)
+      context_ = connect_mesh(::gloo::transport::tcp::CreateDevice(attr));
+    } catch (const std::exception& e) {  // Gloo's, or the store's (CommunicationError)
+      abort_->connecting(nullptr);
+      if (abort_->aborted())
+        throw Aborted("cocod::comm::Gloo: rank " + std::to_string(options.rank) + ": its connection set-up was ended (abort)");
       throw CommunicationError("cocod::comm::Gloo: rank " + std::to_string(options.rank) + " could not connect to its " +
                                std::to_string(options.size - 1) + " peers through the store at " + store_->address() +
                                " within " + std::to_string(options.connect_timeout.count()) + " ms: " + e.what());
@@ -106,7 +107,7 @@ class Engine {
   /// destroyed (its connections close). From any thread. A collective already waiting for a
   /// peer is not woken (Gloo cannot cancel one): it ends when the peer's connection closes, or
   /// at the stall timeout.
-  void abort() noexcept { aborted_ = true; }
+  void abort() noexcept { abort_->abort(); }
 
   /// This rank calls no more collectives: a last exchange of descriptions once the posted ones
   /// completed; a peer that calls a collective instead raises DistributedError (here too).
@@ -125,7 +126,7 @@ class Engine {
  private:
   // Runs one collective on the communication thread.
   void execute(const Collective& c) {
-    if (aborted_ && broken_.empty()) {
+    if (abort_->aborted() && broken_.empty()) {
       broken_ = "rank " + std::to_string(rank()) + ": its group was ended (abort)";
       lost_peer_ = true;
     }
@@ -258,14 +259,55 @@ class Engine {
     throw PeerLost("cocod::comm::Gloo: " + broken_);
   }
 
+  // A Gloo context with a pair connected to each peer. Each rank posts its pairs' addresses
+  // (PREFIX/mesh/RANK/PEER), then connects them in peer order (a pair's listening side accepts in
+  // Gloo's device loop, so no order deadlocks). An abort ends it: the waits for an address look
+  // every 50 ms, and it closes the pairs, which ends a connect in progress.
+  std::shared_ptr<::gloo::Context> connect_mesh(std::shared_ptr<::gloo::transport::Device> device) {
+    std::shared_ptr<::gloo::transport::Context> pairs = device->createContext(rank(), size());
+    // (a pair waits 5 times its timeout for its peer's connection: at most connect_timeout)
+    pairs->setTimeout(std::max(options_.connect_timeout / 5, std::chrono::milliseconds(1)));
+    const auto key = [&](int from, int to) { return options_.prefix + "/mesh/" + std::to_string(from) + "/" + std::to_string(to); };
+    for (int peer = 0; peer < size(); ++peer)
+      if (peer != rank()) store_->set(key(rank(), peer), pairs->createPair(peer)->address().bytes());
+    abort_->connecting(pairs);
+    const auto deadline = Clock::now() + options_.connect_timeout;
+    const auto ended = [&] {
+      if (abort_->aborted()) throw Aborted("aborted");
+    };
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == rank()) continue;
+      while (!store_->wait_for({key(peer, rank())}, std::chrono::milliseconds(50))) {
+        ended();
+        if (Clock::now() > deadline)
+          throw CommunicationError("rank " + std::to_string(peer) + " did not post its address (is it started?)");
+      }
+      ended();
+      pairs->getPair(peer)->connect(store_->get(key(peer, rank())));
+    }
+    ended();
+    abort_->connecting(nullptr);
+    return std::make_shared<Mesh>(rank(), size(), std::move(device), std::move(pairs), options_.connect_timeout);
+  }
+  // A Gloo context over pairs connected by connect_mesh().
+  struct Mesh : ::gloo::Context {
+    Mesh(int rank, int size, std::shared_ptr<::gloo::transport::Device> device,
+         std::shared_ptr<::gloo::transport::Context> pairs, std::chrono::milliseconds timeout)
+        : ::gloo::Context(rank, size) {
+      device_ = std::move(device);
+      transportContext_ = std::move(pairs);
+      setTimeout(timeout);
+    }
+  };
+
   GlooOptions options_;
   std::shared_ptr<TcpStore> store_;
+  std::shared_ptr<GlooAbort> abort_;  // ends it from any thread (abort())
   std::shared_ptr<::gloo::Context> context_;
   std::vector<Header> headers_;
   std::vector<char> send_, recv_;  // the all-reduce's staging; the communication thread's alone
   std::string broken_;             // why no collective may run any more; the communication thread's
   bool lost_peer_ = false;         // ... because a peer was lost
-  std::atomic<bool> aborted_{false};  // abort() was called (from any thread)
   Queue queue_;
   std::thread thread_;
 };
