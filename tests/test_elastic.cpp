@@ -448,6 +448,11 @@ std::vector<double> leave_and_join(const cocod_test::Setup& s) {
   CHECK(logged(c, "starts: round 3 donor 1"));
   CHECK(logged(c, "workers 1,2,4 (admitted 4 at the members' request)"));
   CHECK(logged(c, "starts: round 6 donor 1"));
+  cocod::comm::TcpStore store("127.0.0.1:" + std::to_string(c.port()), 10s);
+  const cocod::elastic::protocol::Keys keys;
+  CHECK_FALSE(store.try_get(keys.members(1)));  // the epoch before the last is forgotten (the store's quota)
+  CHECK(store.try_get(keys.members(2)));
+  CHECK(store.try_get(keys.members(3)));
   REQUIRE(fleet.models.size() == 3);  // 1, 2 and 4 finish
   const auto& a = fleet.models.begin()->second;
   for (const auto& [id, x] : fleet.models) CHECK(same_bits(x, a));
@@ -647,30 +652,37 @@ TEST_CASE("a newcomer with other settings is refused by name; the members go on 
 // The settings every member of an epoch shares, as the refusal lists them.
 #define AGREED                                                                                                    \
   "TrainOptions::checkpoints, TrainOptions::checkpoint_every, TrainOptions::resume, TrainOptions::snapshot_every, " \
-  "Options::non_finite, Options::max_skips and the run's length (its stop)"
+  "Options::period, Options::non_finite, Options::max_skips, the kind of the run's stop and the run's length (its stop)"
 
-TEST_CASE("a newcomer with another length, non_finite or max_skips is refused by name before training; the members go on") {
+TEST_CASE("a newcomer with another length, period, non_finite or max_skips is refused by name before training") {
+  using cocod::NonFinite;
   struct Case {
     const char* field;
-    std::size_t steps;
-    cocod::NonFinite non_finite;
+    std::size_t steps, period;
+    NonFinite non_finite;
     std::size_t max_skips;
+    NonFinite members;  // the members' non_finite
   };
-  for (const Case& k : {Case{"the run's length (its stop) differs from the run's (rank 0 of epoch 2: 60 steps at 2^20 steps per "
-                             "epoch, this worker: 90 steps at 2^20 steps per epoch)", 90, cocod::NonFinite::raise, 3},
-                        Case{"Options::non_finite differs from the run's (rank 0 of epoch 2: raise, this worker: off)", 60,
-                             cocod::NonFinite::off, 3},
-                        Case{"Options::max_skips differs from the run's (rank 0 of epoch 2: 3, this worker: 5)", 60,
-                             cocod::NonFinite::raise, 5}}) {
+  for (const Case& k : {Case{"the run's length (its stop) differs from the run's (rank 0 of epoch 2: 60 steps at 2^20 steps "
+                             "per epoch, this worker: 90 steps at 2^20 steps per epoch)", 90, 3, NonFinite::raise, 3,
+                             NonFinite::raise},
+                        Case{"Options::period differs from the run's (rank 0 of epoch 2: 3, this worker: 4)", 60, 4,
+                             NonFinite::raise, 3, NonFinite::raise},
+                        Case{"Options::non_finite differs from the run's (rank 0 of epoch 2: raise, this worker: off)", 60, 3,
+                             NonFinite::off, 3, NonFinite::raise},
+                        Case{"Options::max_skips differs from the run's (rank 0 of epoch 2: 3, this worker: 5)", 60, 3,
+                             NonFinite::skip, 5, NonFinite::skip}}) {
     CAPTURE(k.field);
     Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
     Fleet fleet{c, {}, {}, {}, {}};
-    fleet.start<cocod::Optimizer>(setup(), 60, {}, 0ms, hold_until_waiting(1));
-    fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms, hold_until_waiting(1));
-    while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
-    cocod_test::Setup other = setup();
+    cocod_test::Setup members = setup(), other = setup();
+    members.options.non_finite = k.members;
+    other.options.period = k.period;
     other.options.non_finite = k.non_finite;
     other.options.max_skips = k.max_skips;
+    fleet.start<cocod::Optimizer>(members, 60, {}, 0ms, hold_until_waiting(1));
+    fleet.start<cocod::Optimizer>(members, 60, {}, 50ms, hold_until_waiting(1));
+    while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
     fleet.start<cocod::Optimizer>(other, k.steps, {});
     fleet.join();
     INFO(joined(c.log()));

@@ -156,6 +156,11 @@ TEST_CASE("store: the values held have a quota; connections have a bound") {
     CHECK(c.ask(tcp::Verb::set, "k0", std::string(10, 'x'))->status == tcp::Status::ok);  // a smaller value fits again
     CHECK(c.ask(tcp::Verb::set, "k3", std::string(990, 'x'))->status == tcp::Status::ok);
     CHECK(server.stored_bytes() <= 3000);
+    CHECK(server.stored_bytes() == 3 * (2 + 990) + 2 + 10);
+    CHECK(server.erase_prefix("k1") == 1);  // forgotten keys free their bytes
+    CHECK(server.stored_bytes() == 2 * (2 + 990) + 2 + 10);
+    CHECK(server.erase_prefix("k") == 3);
+    CHECK(server.stored_bytes() == 0);
   }
   std::vector<std::unique_ptr<Raw>> open;
   for (int i = 0; i < 4; ++i) {

@@ -125,6 +125,19 @@ class StoreServer {
       out.insert(*it);
     return out;
   }
+  /// Forgets every key that begins with `prefix` (what nobody reads any more: an elastic run's
+  /// past epochs), so that a long run stays within max_stored_bytes. Returns how many it forgot.
+  std::size_t erase_prefix(const std::string& prefix) {
+    std::lock_guard lock(mutex_);
+    std::size_t erased = 0;
+    auto it = values_.lower_bound(prefix);
+    while (it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+      stored_bytes_ -= it->first.size() + it->second.size();
+      it = values_.erase(it);
+      ++erased;
+    }
+    return erased;
+  }
   /// How many times a value was set so far; wait_for_change(v, t) returns once it is past v, or after t.
   [[nodiscard]] std::uint64_t version() const {
     std::lock_guard lock(mutex_);

@@ -281,6 +281,9 @@ class Coordinator {
     put(keys_.members(epoch_), list);
     (void)publish_waiting();  // (before the epoch: who reads the epoch then reads the count of its time)
     put(keys_.epoch(), e);
+    // The keys of the epoch before the last are read by nobody any more (a worker still in it
+    // finds it replaced): forgotten, so that a long run stays within the store's quota.
+    if (epoch_ > 2) server_.erase_prefix(keys_.epoch(epoch_ - 2) + "/");
   }
 
   // The live workers that are not members (their number is the store's "waiting").

@@ -106,6 +106,8 @@ class Member {
   [[nodiscard]] std::int64_t id() const noexcept { return id_; }
   [[nodiscard]] comm::TcpStore& store() noexcept { return *store_; }
   [[nodiscard]] std::shared_ptr<comm::TcpStore> shared_store() const noexcept { return store_; }
+  /// The keys of epoch `e`'s comm::Gloo context in this run's store (GlooOptions::prefix).
+  [[nodiscard]] std::string gloo_prefix(std::int64_t e) const { return keys_.gloo(e); }
 
   /// The first epoch after `after` that this worker belongs to, once the coordinator formed it
   /// and chose where it starts. Throws Expelled if this worker was expelled, CommunicationError
@@ -113,7 +115,12 @@ class Member {
   Epoch next_epoch(std::int64_t after, std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     for (std::int64_t e = after + 1;; ++e) {
-      const std::string members = wait_for(keys_.members(e), deadline);
+      std::string members;
+      try {
+        members = wait_for(keys_.members(e), deadline, e);
+      } catch (const Superseded&) {  // a past epoch the coordinator forgot: the next
+        continue;
+      }
       Epoch epoch;
       epoch.number = e;
       epoch.members = parsed(protocol::parse_members(members), keys_.members(e), members);

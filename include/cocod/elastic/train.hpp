@@ -101,44 +101,52 @@ struct TrainResult {
 };
 
 namespace train_detail {
-// An epoch whose connections cannot be set up is followed by another; this many in a row end
-// the worker with the error (a peer it can never reach).
+// An epoch whose connections cannot be set up is followed by another; the failure of this many
+// in a row ends the worker with the error (a peer it can never reach).
 inline constexpr int kMaxFailedSetups = 3;
 // What the members of an epoch must agree on about a round they hold: its step count (their
 // states themselves differ, each worker's own).
 inline std::string position_of(const Snapshots::State& s) { return "step" + std::to_string(s.step); }
-// A setting every member of an epoch must share and a resume does not compare (a resume lets
-// it change): its name, its value as the agreement exchanges it, and how a message shows one.
+// A setting every member of an epoch must share (most of them a resume lets change): its name,
+// its value as the agreement exchanges it, and how a message shows one.
 struct Agreed {
   std::string name;
   double value;
   std::function<std::string(double)> show;
 };
-// The run's length as the members compare it: the steps `stop` gives at 2^20 steps per epoch
-// (an Epochs, a Steps or a Rounds count, or a length of the caller's own).
+// The run's length as the members compare it: its kind (Epochs, Steps, Rounds or a stop of the
+// caller's own), and the steps it gives at 2^20 steps per epoch (exact: a count times a power of
+// two; equal counts of one kind give equal values).
 template <class Stop>
-Agreed length_setting(const Stop& stop, std::size_t period) {
+std::vector<Agreed> length_settings(const Stop& stop, std::size_t period) {
+  constexpr double kind = std::is_same_v<Stop, Epochs> ? 0 : std::is_same_v<Stop, Steps> ? 1 : std::is_same_v<Stop, Rounds> ? 2 : 3;
   const double steps = static_cast<double>(stop.steps(static_cast<double>(1 << 20), period));
-  return {"the run's length (its stop)", steps, [](double v) {
-            const std::string at = checkpoint::detail::text(v) + " steps at 2^20 steps per epoch";
-            if constexpr (std::is_same_v<Stop, Epochs>) return "Epochs{" + checkpoint::detail::text(v / (1 << 20)) + "}: " + at;
-            else return at;
-          }};
+  return {Agreed{"the kind of the run's stop", kind,
+                 [](double x) -> std::string { return x == 0 ? "Epochs" : x == 1 ? "Steps" : x == 2 ? "Rounds" : "a stop of its own"; }},
+          Agreed{"the run's length (its stop)", steps, [](double v) {
+                   const std::string at = checkpoint::detail::text(v) + " steps at 2^20 steps per epoch";
+                   if constexpr (std::is_same_v<Stop, Epochs>) return "Epochs{" + checkpoint::detail::text(v / (1 << 20)) + "}: " + at;
+                   else return at;
+                 }}};
 }
-// What decides which collectives a member calls, which rounds it holds and when the run ends.
+// What decides which collectives a member calls, which rounds it holds and when the run ends
+// (max_skips only with NonFinite::skip, the only one that reads it).
 template <class Stop>
 std::vector<Agreed> agreed_settings(const TrainOptions& o, const Options& options, const Stop& stop) {
   const auto count = [](const char* name, std::size_t v) {
     return Agreed{name, static_cast<double>(v), [](double x) { return std::to_string(static_cast<std::size_t>(x)); }};
   };
-  return {Agreed{"TrainOptions::checkpoints", o.checkpoints ? 1.0 : 0.0, [](double x) { return x != 0 ? "a directory" : "none"; }},
-          count("TrainOptions::checkpoint_every", o.checkpoints ? o.checkpoint_every : 0),
-          Agreed{"TrainOptions::resume", o.resume ? 1.0 : 0.0, [](double x) { return x != 0 ? "true" : "false"; }},
-          count("TrainOptions::snapshot_every", o.snapshot_every),
-          Agreed{"Options::non_finite", static_cast<double>(options.non_finite),
-                 [](double x) { return x == 0 ? "raise" : x == 1 ? "skip" : "off"; }},
-          count("Options::max_skips", options.max_skips),
-          length_setting(stop, options.period)};
+  std::vector<Agreed> all{
+      Agreed{"TrainOptions::checkpoints", o.checkpoints ? 1.0 : 0.0, [](double x) { return x != 0 ? "a directory" : "none"; }},
+      count("TrainOptions::checkpoint_every", o.checkpoints ? o.checkpoint_every : 0),
+      Agreed{"TrainOptions::resume", o.resume ? 1.0 : 0.0, [](double x) { return x != 0 ? "true" : "false"; }},
+      count("TrainOptions::snapshot_every", o.snapshot_every),
+      count("Options::period", options.period),
+      Agreed{"Options::non_finite", static_cast<double>(options.non_finite),
+             [](double x) { return x == 0 ? "raise" : x == 1 ? "skip" : "off"; }},
+      count("Options::max_skips", options.non_finite == NonFinite::skip ? options.max_skips : 0)};
+  for (Agreed& a : length_settings(stop, options.period)) all.push_back(std::move(a));
+  return all;
 }
 // Every member of an epoch passes the same agreed_settings(): each puts its own in its slots; a
 // worker whose settings differ from the reference ends with std::invalid_argument naming the
@@ -198,7 +206,7 @@ struct NoHook {
 /// is gone (TrainOptions::checkpoints then holds the newest checkpoint to resume from),
 /// std::invalid_argument naming a TrainOptions field that cannot be used (snapshot_every 0, resume
 /// without checkpoints) or a setting that differs from the run's (checkpoints, checkpoint_every,
-/// resume, snapshot_every, Options::non_finite and max_skips, the stop: the others go on without
+/// resume, snapshot_every, Options::period, non_finite and max_skips, the stop: the others go on without
 /// this worker), CheckpointError for a checkpoint that does not fit, CommunicationError after
 /// three epochs in a row whose connections could not be set up, and any failure that is not a
 /// lost peer (a peer's own error ends every worker, as in comm::Gloo).
@@ -248,7 +256,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
     comm::GlooOptions g;
     g.rank = epoch.rank;
     g.size = epoch.size();
-    g.prefix = epoch.gloo_prefix();
+    g.prefix = member.gloo_prefix(epoch.number);
     g.hostname = o.hostname;
     g.stall_timeout = o.stall_timeout;
     struct Unwatch {
@@ -264,9 +272,10 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
         connected.emplace(g, member.shared_store(), abort);
         failed_setups = 0;
       } catch (const CommunicationError& e) {  // most often a member lost while it connected
-        if (++failed_setups > train_detail::kMaxFailedSetups) throw;
-        if (!member.replaced(epoch.number)) member.ask_switch(epoch.number);  // the next epoch, whoever is left
         result.losses.emplace_back(e.what());
+        if (member.replaced(epoch.number)) continue;  // (its peers had moved on: not this worker's failure)
+        if (++failed_setups >= train_detail::kMaxFailedSetups) throw;
+        member.ask_switch(epoch.number);  // the next epoch, of whoever is left
         continue;
       }
       comm::Gloo comm = *connected;

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -262,7 +263,8 @@ class Engine {
   // A Gloo context with a pair connected to each peer. Each rank posts its pairs' addresses
   // (PREFIX/mesh/RANK/PEER), then connects them in peer order (a pair's listening side accepts in
   // Gloo's device loop, so no order deadlocks). An abort ends it: the waits for an address look
-  // every 50 ms, and it closes the pairs, which ends a connect in progress.
+  // every 50 ms, and it closes the pairs, which ends a connect in progress. (Each connect waits
+  // at most connect_timeout: with peers that never connect, the set-up may take that per peer.)
   std::shared_ptr<::gloo::Context> connect_mesh(std::shared_ptr<::gloo::transport::Device> device) {
     std::shared_ptr<::gloo::transport::Context> pairs = device->createContext(rank(), size());
     // (a pair waits 5 times its timeout for its peer's connection: at most connect_timeout)
@@ -277,13 +279,13 @@ class Engine {
     };
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == rank()) continue;
-      while (!store_->wait_for({key(peer, rank())}, std::chrono::milliseconds(50))) {
-        ended();
+      std::optional<std::vector<char>> address;
+      while (ended(), !(address = store_->try_get(key(peer, rank())))) {
         if (Clock::now() > deadline)
           throw CommunicationError("rank " + std::to_string(peer) + " did not post its address (is it started?)");
+        (void)store_->wait_for({key(peer, rank())}, std::chrono::milliseconds(50));
       }
-      ended();
-      pairs->getPair(peer)->connect(store_->get(key(peer, rank())));
+      pairs->getPair(peer)->connect(*address);
     }
     ended();
     abort_->connecting(nullptr);
