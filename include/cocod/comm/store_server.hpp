@@ -12,27 +12,23 @@
 // values stored have a quota, a malformed request closes that connection only, and an owner
 // (the coordinator) may refuse any request by its own rule (set_guard). stop() or the
 // destructor closes every connection, so that a client waiting in get() learns it at once.
-#include <poll.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #define COCOD_INTERNAL_INCLUDE
+#include "cocod/comm/detail/tcp/connections.hpp"
 #include "cocod/comm/detail/tcp/messages.hpp"
 #include "cocod/comm/detail/tcp/socket.hpp"
+#include "cocod/comm/detail/tcp/table.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::comm {
@@ -52,7 +48,7 @@ struct StoreOptions {
 
 class StoreServer {
  public:
-  using Values = std::map<std::string, std::vector<char>>;
+  using Values = tcp::Table::Values;
   /// What a connection proved of itself, for a guard: the key it claimed (with its secret), and
   /// the guard's own mark (e.g. the worker it speaks for).
   struct Client {
@@ -65,11 +61,11 @@ class StoreServer {
 
   /// Listens on `bind_host`:`port` (empty host: every interface; port 0: one the system picks,
   /// see port()). Throws cocod::CommunicationError when it cannot listen.
-  StoreServer(const std::string& bind_host, int port, StoreOptions options = {}) : options_(std::move(options)) {
+  StoreServer(const std::string& bind_host, int port, StoreOptions options = {})
+      : options_(std::move(options)), table_(options_.max_stored_bytes) {
     auto [socket, actual] = tcp::listen_on(bind_host, port, "cocod::comm::StoreServer");
-    listener_ = std::move(socket);
     port_ = actual;
-    acceptor_ = std::thread([this] { accept_loop(); });
+    connections_.emplace(std::move(socket), options_.max_connections, options_.hello_timeout, [this](int fd) { serve(fd); });
   }
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -90,132 +86,65 @@ class StoreServer {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
-      stopping_ = true;
-      listener_.shutdown();
-      for (Connection& c : connections_) c.socket.shutdown();
+      stopping_ = true;  // (a request waiting for a key ends)
     }
     changed_.notify_all();
-    if (acceptor_.joinable()) acceptor_.join();
-    for (Connection& c : connections_)
-      if (c.thread.joinable()) c.thread.join();
+    connections_->stop();
   }
 
   /// The value of `key` if it is set (for the coordinator and tests).
   [[nodiscard]] bool lookup(const std::string& key, std::vector<char>& out) const {
     std::lock_guard lock(mutex_);
-    const auto it = values_.find(key);
-    if (it == values_.end()) return false;
-    out = it->second;
-    return true;
+    const auto* value = table_.find(key);
+    if (value) out = *value;
+    return value != nullptr;
   }
   /// Sets `key` as a client's set() would (waking whoever waits for it); the owner's writes are
   /// not bounded by the quota.
   void assign(const std::string& key, std::vector<char> value) {
     {
       std::lock_guard lock(mutex_);
-      store(key, std::move(value));
+      table_.set(key, std::move(value));
     }
     changed_.notify_all();
   }
   /// Every key that begins with `prefix`, with its value.
   [[nodiscard]] Values with_prefix(const std::string& prefix) const {
     std::lock_guard lock(mutex_);
-    Values out;
-    for (auto it = values_.lower_bound(prefix); it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
-      out.insert(*it);
-    return out;
+    return table_.with_prefix(prefix);
   }
   /// Forgets every key that begins with `prefix` (what nobody reads any more: an elastic run's
   /// past epochs), so that a long run stays within max_stored_bytes. Returns how many it forgot.
   std::size_t erase_prefix(const std::string& prefix) {
     std::lock_guard lock(mutex_);
-    std::size_t erased = 0;
-    auto it = values_.lower_bound(prefix);
-    while (it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
-      stored_bytes_ -= it->first.size() + it->second.size();
-      it = values_.erase(it);
-      ++erased;
-    }
-    return erased;
+    return table_.erase_prefix(prefix);
   }
   /// How many times a value was set so far; wait_for_change(v, t) returns once it is past v, or after t.
   [[nodiscard]] std::uint64_t version() const {
     std::lock_guard lock(mutex_);
-    return version_;
+    return table_.version();
   }
   void wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout) const {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return stopping_ || version_ != seen; });
+    changed_.wait_for(lock, timeout, [&] { return stopping_ || table_.version() != seen; });
   }
   /// The bytes of every key and value held, and the connections open (for tests and monitoring).
   [[nodiscard]] std::size_t stored_bytes() const {
     std::lock_guard lock(mutex_);
-    return stored_bytes_;
+    return table_.bytes();
   }
-  [[nodiscard]] std::size_t connections() const {
-    std::lock_guard lock(mutex_);
-    std::size_t open = 0;
-    for (const Connection& c : connections_) open += c.done ? 0 : 1;
-    return open;
-  }
+  [[nodiscard]] std::size_t connections() const { return connections_->open(); }
 
  private:
-  struct Connection {
-    tcp::Socket socket;
-    std::thread thread;
-    bool done = false;  // its thread is about to return (guarded by mutex_)
-  };
-
-  void accept_loop() {
-    for (;;) {
-      const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
-      const int error = errno;
-      if (fd < 0 && (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM)) {
-        // out of descriptors or memory: wait for connections to end rather than spin
-        std::unique_lock lock(mutex_);
-        reap();
-        if (changed_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping_; })) return;
-        continue;
-      }
-      std::lock_guard lock(mutex_);
-      if (stopping_) {
-        if (fd >= 0) ::close(fd);
-        return;
-      }
-      if (fd < 0) continue;  // a connection reset before it was accepted, or EINTR
-      reap();
-      if (connections_.size() >= options_.max_connections) {  // full: this one is closed
-        ::close(fd);
-        continue;
-      }
-      tcp::set_no_delay(fd);
-      set_receive_timeout(fd, options_.hello_timeout);  // until hello
-      connections_.push_back(Connection{tcp::Socket(fd), {}, false});
-      Connection& c = connections_.back();
-      try {
-        c.thread = std::thread([this, &c] { serve(c); });
-      } catch (const std::system_error&) {  // no thread to be had: this connection is closed
-        connections_.pop_back();
-      }
-    }
-  }
-  static void set_receive_timeout(int fd, std::chrono::milliseconds t) noexcept {
-    timeval tv{};  // (zero: none)
-    tv.tv_sec = static_cast<time_t>(t.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-
   // One client's requests, answered in order, until it disconnects, sends a malformed request,
   // or the server stops. A connection that claimed a key sets "<key>/closed" when it ends (its
   // process is gone).
-  void serve(Connection& c) {
-    const int fd = c.socket.fd();
+  void serve(int fd) {
     const tcp::RequestLimits limits{options_.max_key_bytes, options_.max_value_bytes};
     tcp::Request request;
     Client client;
-    if (tcp::recv_request(fd, request, limits) && hello(request)) {
-      set_receive_timeout(fd, std::chrono::milliseconds(0));
+    if (tcp::recv_request(fd, request, limits) && tcp::hello_accepted(request, options_.token)) {
+      tcp::set_receive_timeout(fd, std::chrono::milliseconds(0));
       bool fine = tcp::send_reply(fd, {});
       while (fine && tcp::recv_request(fd, request, limits)) {
         std::optional<tcp::Reply> reply = answer(fd, client, request);
@@ -226,68 +155,13 @@ class StoreServer {
     }
     {
       std::lock_guard lock(mutex_);
-      c.socket.close();  // (the client learns at once; stop() shuts only the open ones, under the same lock)
-      c.done = true;     // reaped by the next accept
       if (stopping_ || client.claimed.empty()) return;
-      store(client.claimed + "/closed", {'1'});
+      table_.set(client.claimed + "/closed", {'1'});
     }
     changed_.notify_all();
   }
   static std::vector<char> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
-  // Whether a connection's first request is a hello of this protocol with the run's token
-  // (compared in constant time: its duration tells nothing of how much of it matched).
-  [[nodiscard]] bool hello(const tcp::Request& r) const noexcept {
-    if (r.verb != tcp::Verb::hello || r.key != tcp::kProtocol) return false;
-    const std::string& token = options_.token;
-    unsigned char diff = r.value.size() == token.size() ? 0 : 1;
-    for (std::size_t i = 0; i < r.value.size(); ++i)
-      diff |= static_cast<unsigned char>(r.value[i] ^ (token.empty() ? 0 : token[i % token.size()]));
-    return diff == 0;
-  }
-  // Joins and forgets the connections that ended (the lock held): a coordinator that outlives
-  // many workers keeps no thread per past connection.
-  void reap() {
-    for (auto it = connections_.begin(); it != connections_.end();) {
-      if (!it->done) {
-        ++it;
-        continue;
-      }
-      it->thread.join();  // (it has set done under the lock we hold and only returns after)
-      it = connections_.erase(it);
-    }
-  }
-  // Sets a value (the lock held), counting the bytes held.
-  void store(const std::string& key, std::vector<char> value) {
-    auto [it, added] = values_.try_emplace(key);
-    stored_bytes_ -= added ? 0 : key.size() + it->second.size();
-    stored_bytes_ += key.size() + value.size();
-    it->second = std::move(value);
-    ++version_;
-  }
-  [[nodiscard]] bool fits(const std::string& key, std::size_t bytes) const {
-    const auto it = values_.find(key);
-    const std::size_t held = it == values_.end() ? 0 : key.size() + it->second.size();
-    return stored_bytes_ - held + key.size() + bytes <= options_.max_stored_bytes;
-  }
-
-  // Whether a request's fields are what its verb takes: a hello only first (served by serve()), an
-  // integer of 8 bytes for get and add, a wait's timeout in decimal and its keys each ended by '\0'.
-  static bool well_formed(const tcp::Request& r) {
-    switch (r.verb) {
-      case tcp::Verb::hello: return false;
-      case tcp::Verb::get:
-      case tcp::Verb::add: return r.value.size() == sizeof(std::int64_t);
-      case tcp::Verb::wait: return tcp::parse_count(r.key) && (r.value.empty() || r.value.back() == '\0');
-      default: return true;
-    }
-  }
-  // Whether the client on `fd` closed or shut its sending side, even with bytes still unread (a
-  // waiting request of a client gone ends).
-  static bool gone(int fd) noexcept {
-    pollfd p{fd, POLLRDHUP, 0};
-    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-  }
   // Waits (the lock held) until `ready`, the deadline, the server's stop, or the client's leaving
   // (nullopt); true when ready or stopping.
   template <class Ready>
@@ -296,7 +170,7 @@ class StoreServer {
       const auto slice = std::min(deadline, tcp::SteadyClock::now() + std::chrono::milliseconds(50));
       if (changed_.wait_until(lock, slice, [&] { return stopping_ || ready(); })) return true;
       if (tcp::SteadyClock::now() >= deadline) return false;
-      if (gone(fd)) return std::nullopt;
+      if (tcp::peer_gone(fd)) return std::nullopt;
     }
   }
 
@@ -304,48 +178,49 @@ class StoreServer {
   std::optional<tcp::Reply> answer(int fd, Client& client, const tcp::Request& r) {
     std::unique_lock lock(mutex_);
     const auto refused = [](const std::string& why) { return tcp::Reply{tcp::Status::refused, to_bytes(why)}; };
-    if (!well_formed(r)) return std::nullopt;
+    const auto full = [&] { return refused("the store is full (" + std::to_string(table_.max_bytes()) + " bytes)"); };
+    if (!tcp::well_formed(r)) return std::nullopt;
     if (guard_)
-      if (std::string why = guard_(client, r, values_); !why.empty()) return refused(why);
+      if (std::string why = guard_(client, r, table_.values()); !why.empty()) return refused(why);
     switch (r.verb) {
       case tcp::Verb::claim:
         client.claimed = r.key;
         return tcp::Reply{};
       case tcp::Verb::set:
-        if (!fits(r.key, r.value.size())) return refused("the store is full (" + std::to_string(options_.max_stored_bytes) + " bytes)");
-        store(r.key, r.value);
+        if (!table_.fits(r.key, r.value.size())) return full();
+        table_.set(r.key, r.value);
         changed_.notify_all();
         return tcp::Reply{};
       case tcp::Verb::add: {
-        const auto it = values_.find(r.key);
-        if (it != values_.end() && it->second.size() != sizeof(std::int64_t)) return refused("'" + r.key + "' holds no integer");
+        const auto* old = table_.find(r.key);
+        if (old && old->size() != sizeof(std::int64_t)) return refused("'" + r.key + "' holds no integer");
         std::int64_t sum = 0;
-        if (__builtin_add_overflow(it == values_.end() ? 0 : tcp::value_int(it->second), tcp::value_int(r.value), &sum))
+        if (__builtin_add_overflow(old ? tcp::value_int(*old) : 0, tcp::value_int(r.value), &sum))
           return refused("'" + r.key + "' would overflow");
-        if (!fits(r.key, sizeof sum)) return refused("the store is full (" + std::to_string(options_.max_stored_bytes) + " bytes)");
-        store(r.key, tcp::int_value(sum));
+        if (!table_.fits(r.key, sizeof sum)) return full();
+        table_.set(r.key, tcp::int_value(sum));
         changed_.notify_all();
         return tcp::Reply{tcp::Status::ok, tcp::int_value(sum)};
       }
       case tcp::Verb::try_get: {
-        const auto it = values_.find(r.key);
-        if (it == values_.end()) return tcp::Reply{tcp::Status::missing, {}};
-        return tcp::Reply{tcp::Status::ok, it->second};
+        const auto* value = table_.find(r.key);
+        if (!value) return tcp::Reply{tcp::Status::missing, {}};
+        return tcp::Reply{tcp::Status::ok, *value};
       }
       case tcp::Verb::get: {
-        const auto deadline = tcp::SteadyClock::now() + wait_of(tcp::value_int(r.value));
-        const std::optional<bool> ready = wait_until(lock, fd, deadline, [&] { return values_.count(r.key) > 0; });
+        const auto deadline = tcp::SteadyClock::now() + tcp::wait_of(tcp::value_int(r.value));
+        const std::optional<bool> ready = wait_until(lock, fd, deadline, [&] { return table_.contains(r.key); });
         if (!ready) return std::nullopt;
         if (!*ready) return tcp::Reply{tcp::Status::timed_out, {}};
         if (stopping_) return tcp::Reply{tcp::Status::stopping, {}};
-        return tcp::Reply{tcp::Status::ok, values_[r.key]};
+        return tcp::Reply{tcp::Status::ok, *table_.find(r.key)};
       }
       case tcp::Verb::wait: {
-        const auto deadline = tcp::SteadyClock::now() + wait_of(*tcp::parse_count(r.key));
+        const auto deadline = tcp::SteadyClock::now() + tcp::wait_of(*tcp::parse_count(r.key));
         const auto all_set = [&] {
           for (std::size_t b = 0; b < r.value.size();) {
             const std::string key(r.value.data() + b);
-            if (values_.count(key) == 0) return false;
+            if (!table_.contains(key)) return false;
             b += key.size() + 1;
           }
           return true;
@@ -359,23 +234,14 @@ class StoreServer {
     }
     return std::nullopt;
   }
-  // A client's wait in ms, at least 0 and at most a day.
-  static std::chrono::milliseconds wait_of(std::int64_t ms) noexcept {
-    return std::chrono::milliseconds(std::clamp<std::int64_t>(ms, 0, 24 * 3600 * 1000));
-  }
-
   StoreOptions options_;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  std::uint64_t version_ = 0;
-  Values values_;
-  std::size_t stored_bytes_ = 0;
+  tcp::Table table_;  // (guarded by mutex_)
   Guard guard_;
-  std::list<Connection> connections_;  // stable addresses: each thread holds its own
-  tcp::Socket listener_;
   int port_ = 0;
   bool stopping_ = false;
-  std::thread acceptor_;
+  std::optional<tcp::Connections> connections_;  // (last: its threads serve with the members above)
 };
 
 }  // namespace cocod::comm

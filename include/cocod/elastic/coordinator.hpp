@@ -28,38 +28,23 @@
 
 #include "cocod/comm/store_server.hpp"
 #include "cocod/elastic/protocol.hpp"
+#define COCOD_INTERNAL_INCLUDE
+#include "cocod/elastic/detail/coordinator_options.hpp"
+#include "cocod/elastic/detail/guard.hpp"
+#include "cocod/elastic/detail/start.hpp"
+#undef COCOD_INTERNAL_INCLUDE
 #include "cocod/errors.hpp"
 
 namespace cocod::elastic {
-
-struct CoordinatorOptions {
-  std::string bind{};  ///< the interface to listen on (empty: every one)
-  int port = 29500;    ///< 0: one the system picks (Coordinator::port())
-  /// The run waits until this many workers are alive, at the start and after a loss.
-  int min_workers = 1;
-  /// A worker whose heart has not beaten for this long is expelled (a stopped or hung process;
-  /// a process that ended is noticed at once, by its closed connection).
-  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(2);
-  /// The first epoch forms once min_workers are alive and nobody joined for this long (so that
-  /// workers started together begin together).
-  std::chrono::milliseconds first_epoch_grace = std::chrono::milliseconds(500);
-  std::string prefix = "elastic/";
-  std::string log_path{};  ///< also append the membership log to this file (empty: only in the store)
-  /// The run's shared secret: every worker presents it (MemberOptions::token), any other client
-  /// is disconnected. Empty: any client that reaches the port is served (a trusted network only).
-  std::string token{};
-  /// The store's bounds (its token is `token`).
-  comm::StoreOptions store{};
-};
 
 class Coordinator {
   using Clock = std::chrono::steady_clock;
 
  public:
   explicit Coordinator(CoordinatorOptions options)
-      : options_(checked(std::move(options))), keys_{options_.prefix}, server_(options_.bind, options_.port, store_options(options_)) {
+      : options_(detail::checked(std::move(options))), keys_{options_.prefix}, server_(options_.bind, options_.port, detail::store_options(options_)) {
     server_.set_guard([this](comm::StoreServer::Client& c, const comm::tcp::Request& r, const comm::StoreServer::Values& v) {
-      return guard(c, r, v);
+      return guard_(c, r, v);
     });
     thread_ = std::thread([this] { loop(); });
   }
@@ -95,59 +80,6 @@ class Coordinator {
 
   using Values = comm::StoreServer::Values;
   using Field = protocol::WorkerField;
-
-  static CoordinatorOptions checked(CoordinatorOptions o) {
-    if (o.min_workers < 1) invalid_setting("cocod::elastic::CoordinatorOptions", "min_workers", "must be >= 1", o.min_workers);
-    if (o.heartbeat_timeout.count() <= 0)
-      invalid_setting("cocod::elastic::CoordinatorOptions", "heartbeat_timeout", "must be > 0 ms", o.heartbeat_timeout.count());
-    if (o.prefix.empty() || o.prefix.back() != '/') invalid_setting("cocod::elastic::CoordinatorOptions", "prefix", "must end with '/'", o.prefix);
-    return o;
-  }
-  static comm::StoreOptions store_options(const CoordinatorOptions& o) {
-    comm::StoreOptions s = o.store;
-    s.token = o.token;
-    return s;
-  }
-
-  // Who may write what (called by the store, under its lock, for every client request): reads
-  // are free; a worker writes only its own keys and its epochs' (held, switch, the Gloo context);
-  // the rest is the coordinator's.
-  std::string guard(comm::StoreServer::Client& client, const comm::tcp::Request& r, const Values& values) {
-    using Kind = protocol::KeyName::Kind;
-    using comm::tcp::Verb;
-    if (r.verb == Verb::get || r.verb == Verb::try_get || r.verb == Verb::wait) return {};
-    const protocol::KeyName k = protocol::parse_key(keys_, r.key);
-    if (r.verb == Verb::claim) {
-      if (k.kind != Kind::worker) return "only a worker's own key can be claimed";
-      const auto it = values.find(keys_.next_id());
-      if (it == values.end() || k.worker > comm::tcp::value_int(it->second)) return "no such worker id was handed out";
-      if (r.value.size() != protocol::kSecretBytes) return "a claim needs the worker's secret";
-      std::lock_guard lock(secrets_mutex_);
-      auto [secret, first] = secrets_.try_emplace(k.worker, r.value);
-      if (!first && secret->second != r.value) return "worker " + std::to_string(k.worker) + " was claimed by another";
-      client.mark = k.worker;
-      return {};
-    }
-    switch (k.kind) {
-      case Kind::next_id:
-        if (r.verb != Verb::add || comm::tcp::value_int(r.value) != 1) return "a worker joins by adding 1";
-        if (alive_.load() >= protocol::kMaxWorkers) return "the run has " + std::to_string(protocol::kMaxWorkers) + " workers";
-        if (const auto it = values.find(keys_.next_id()); it != values.end() && comm::tcp::value_int(it->second) >= protocol::kMaxIds)
-          return "the run handed out its " + std::to_string(protocol::kMaxIds) + " worker ids (start a new run)";
-        return {};
-      case Kind::worker_field:
-        if (client.mark != k.worker || !protocol::written_by_worker(k.field)) return "'" + r.key + "' is not this client's to write";
-        return {};
-      case Kind::epoch_held:
-        if (client.mark != k.worker) return "'" + r.key + "' is not this client's to write";
-        return {};
-      case Kind::epoch_switch:
-      case Kind::epoch_gloo:
-        if (client.mark == 0) return "only a worker writes '" + r.key + "'";
-        return {};
-      default: return "'" + r.key + "' is the coordinator's";
-    }
-  }
 
   static std::string text(const Values& all, const std::string& k) {
     const auto it = all.find(k);
@@ -216,7 +148,7 @@ class Coordinator {
       }
       expel(id, why);
     }
-    alive_ = alive;
+    guard_.alive = alive;
     const std::vector<std::int64_t> waiting = publish_waiting();
     std::vector<std::int64_t> survivors;
     for (std::int64_t id : members_)
@@ -298,40 +230,17 @@ class Coordinator {
     return waiting;
   }
 
-  // The round the epoch continues from: the latest that every continuing member holds, their
-  // positions of it agreeing; the lowest-ranked of them gives its state to the newcomers. A
-  // member whose report cannot be read is expelled (the next epoch forms without it).
+  // Where the epoch continues from (detail::choose_start), once every continuing member
+  // reported; a member whose report cannot be read is expelled (the next epoch forms without it).
   void choose_start(const Values& all) {
-    if (continuing_.empty()) {
-      finish_start({});
-      return;
-    }
-    std::map<std::int64_t, std::set<std::string>> positions;  // round -> positions
-    std::map<std::int64_t, std::size_t> holders;
-    for (std::int64_t id : continuing_) {
-      const std::string report = text(all, keys_.held(epoch_, id));
-      if (report.empty()) return;  // not yet reported
-      const auto held = protocol::parse_held(report);
-      if (!held) {
-        expel(id, "its report of the rounds it holds is malformed");
-        return;
-      }
-      std::set<std::int64_t> rounds;
-      for (const protocol::Held& h : *held)
-        if (rounds.insert(h.round).second) ++holders[h.round], positions[h.round].insert(h.position);
-    }
-    for (auto it = holders.rbegin(); it != holders.rend(); ++it) {
-      if (it->second != continuing_.size()) continue;
-      if (positions[it->first].size() != 1) {
-        finish_start({.round = std::nullopt, .donor = 0, .error = "the members' states of round " + std::to_string(it->first) + " differ (" +
-                               std::to_string(positions[it->first].size()) + " different positions reported)"});
-        return;
-      }
-      finish_start({.round = it->first, .donor = continuing_.front()});
-      return;
-    }
-    note("epoch " + std::to_string(epoch_) + ": the continuing members hold no round in common (lost before their first round end)");
-    finish_start({});
+    std::vector<std::string> reports;
+    for (std::int64_t id : continuing_) reports.push_back(text(all, keys_.held(epoch_, id)));
+    const detail::StartChoice choice = detail::choose_start(continuing_, reports);
+    if (choice.malformed) expel(*choice.malformed, "its report of the rounds it holds is malformed");
+    if (!choice.start) return;
+    if (choice.none_in_common)
+      note("epoch " + std::to_string(epoch_) + ": the continuing members hold no round in common (lost before their first round end)");
+    finish_start(*choice.start);
   }
   void finish_start(const protocol::Start& start) {
     pending_start_ = false;
@@ -350,9 +259,7 @@ class Coordinator {
   CoordinatorOptions options_;
   protocol::Keys keys_;
   comm::StoreServer server_;
-  std::mutex secrets_mutex_;
-  std::map<std::int64_t, std::vector<char>> secrets_;  // the guard's: each claimed worker's secret
-  std::atomic<std::size_t> alive_{0};                  // the workers alive at the loop's last look
+  detail::Guard guard_{keys_};
   mutable std::mutex mutex_;
   std::vector<std::string> log_;
   bool stopping_ = false;

@@ -13,7 +13,7 @@
 namespace cocod::comm {
 
 namespace gloo_detail {
-class Engine;
+struct SetUp;
 }
 
 /// Ends a comm::Gloo from any thread: Gloo::abort() without the communicator, so usable while
@@ -31,7 +31,7 @@ class GlooAbort {
   [[nodiscard]] bool aborted() const noexcept { return aborted_; }
 
  private:
-  friend class gloo_detail::Engine;
+  friend struct gloo_detail::SetUp;
   // The pairs of a set-up in progress, every one created (an abort closes them); null after it.
   void connecting(std::shared_ptr<::gloo::transport::Context> context) {
     std::lock_guard lock(mutex_);

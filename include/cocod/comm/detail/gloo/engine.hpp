@@ -13,8 +13,6 @@
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
-#include <gloo/context.h>
-#include <gloo/transport/tcp/device.h>
 
 #include <signal.h>
 
@@ -34,6 +32,7 @@
 #include "cocod/comm/detail/collective_queue.hpp"
 #include "cocod/comm/detail/descriptions.hpp"
 #include "cocod/comm/detail/gloo/abort.hpp"
+#include "cocod/comm/detail/gloo/mesh.hpp"
 #include "cocod/comm/detail/gloo/options.hpp"
 #include "cocod/comm/detail/rank_order.hpp"
 #include "cocod/comm/detail/thread_start.hpp"
@@ -68,19 +67,7 @@ class Engine {
         abort_(abort ? std::move(abort) : std::make_shared<GlooAbort>()),
         headers_(static_cast<std::size_t>(options.size)) {
     ignore_sigpipe();
-    ::gloo::transport::tcp::attr attr;
-    attr.hostname = options.hostname;
-    attr.iface = options.interface;
-    try {
-      context_ = connect_mesh(::gloo::transport::tcp::CreateDevice(attr));
-    } catch (const std::exception& e) {  // Gloo's, or the store's (CommunicationError)
-      abort_->connecting(nullptr);
-      if (abort_->aborted())
-        throw Aborted("cocod::comm::Gloo: rank " + std::to_string(options.rank) + ": its connection set-up was ended (abort)");
-      throw CommunicationError("cocod::comm::Gloo: rank " + std::to_string(options.rank) + " could not connect to its " +
-                               std::to_string(options.size - 1) + " peers through the store at " + store_->address() +
-                               " within " + std::to_string(options.connect_timeout.count()) + " ms: " + e.what());
-    }
+    context_ = connect_mesh(options_, *store_, *abort_);
     try {
       thread_ = std::thread([this] { queue_.serve([this](Collective& c) { execute(c); }); });
     } catch (...) {
@@ -259,48 +246,6 @@ class Engine {
     lost_peer_ = true;
     throw PeerLost("cocod::comm::Gloo: " + broken_);
   }
-
-  // A Gloo context with a pair connected to each peer. Each rank posts its pairs' addresses
-  // (PREFIX/mesh/RANK/PEER), then connects them in peer order (a pair's listening side accepts in
-  // Gloo's device loop, so no order deadlocks). An abort ends it: the waits for an address look
-  // every 50 ms, and it closes the pairs, which ends a connect in progress. (Each connect waits
-  // at most connect_timeout: with peers that never connect, the set-up may take that per peer.)
-  std::shared_ptr<::gloo::Context> connect_mesh(std::shared_ptr<::gloo::transport::Device> device) {
-    std::shared_ptr<::gloo::transport::Context> pairs = device->createContext(rank(), size());
-    // (a pair waits 5 times its timeout for its peer's connection: at most connect_timeout)
-    pairs->setTimeout(std::max(options_.connect_timeout / 5, std::chrono::milliseconds(1)));
-    const auto key = [&](int from, int to) { return options_.prefix + "/mesh/" + std::to_string(from) + "/" + std::to_string(to); };
-    for (int peer = 0; peer < size(); ++peer)
-      if (peer != rank()) store_->set(key(rank(), peer), pairs->createPair(peer)->address().bytes());
-    abort_->connecting(pairs);
-    const auto deadline = Clock::now() + options_.connect_timeout;
-    const auto ended = [&] {
-      if (abort_->aborted()) throw Aborted("aborted");
-    };
-    for (int peer = 0; peer < size(); ++peer) {
-      if (peer == rank()) continue;
-      std::optional<std::vector<char>> address;
-      while (ended(), !(address = store_->try_get(key(peer, rank())))) {
-        if (Clock::now() > deadline)
-          throw CommunicationError("rank " + std::to_string(peer) + " did not post its address (is it started?)");
-        (void)store_->wait_for({key(peer, rank())}, std::chrono::milliseconds(50));
-      }
-      pairs->getPair(peer)->connect(*address);
-    }
-    ended();
-    abort_->connecting(nullptr);
-    return std::make_shared<Mesh>(rank(), size(), std::move(device), std::move(pairs), options_.connect_timeout);
-  }
-  // A Gloo context over pairs connected by connect_mesh().
-  struct Mesh : ::gloo::Context {
-    Mesh(int rank, int size, std::shared_ptr<::gloo::transport::Device> device,
-         std::shared_ptr<::gloo::transport::Context> pairs, std::chrono::milliseconds timeout)
-        : ::gloo::Context(rank, size) {
-      device_ = std::move(device);
-      transportContext_ = std::move(pairs);
-      setTimeout(timeout);
-    }
-  };
 
   GlooOptions options_;
   std::shared_ptr<TcpStore> store_;

@@ -10,6 +10,7 @@
 // anything else.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -124,6 +125,31 @@ struct RequestLimits {
   const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (error != std::errc{} || end != s.data() + s.size() || v < 0) return std::nullopt;
   return v;
+}
+
+/// Whether a request after hello has the fields its verb takes: an integer of 8 bytes for get
+/// and add, a wait's timeout in decimal and its keys each ended by '\0' (a hello only first).
+[[nodiscard]] inline bool well_formed(const Request& r) {
+  switch (r.verb) {
+    case Verb::hello: return false;
+    case Verb::get:
+    case Verb::add: return r.value.size() == sizeof(std::int64_t);
+    case Verb::wait: return parse_count(r.key) && (r.value.empty() || r.value.back() == '\0');
+    default: return true;
+  }
+}
+/// Whether a connection's first request is a hello of this protocol with `token`, compared in
+/// constant time (its duration tells nothing of how much of it matched).
+[[nodiscard]] inline bool hello_accepted(const Request& r, const std::string& token) noexcept {
+  if (r.verb != Verb::hello || r.key != kProtocol) return false;
+  unsigned char diff = r.value.size() == token.size() ? 0 : 1;
+  for (std::size_t i = 0; i < r.value.size(); ++i)
+    diff |= static_cast<unsigned char>(r.value[i] ^ (token.empty() ? 0 : token[i % token.size()]));
+  return diff == 0;
+}
+/// A client's wait in ms as the server takes it: at least 0, at most a day.
+[[nodiscard]] inline std::chrono::milliseconds wait_of(std::int64_t ms) noexcept {
+  return std::chrono::milliseconds(std::clamp<std::int64_t>(ms, 0, 24 * 3600 * 1000));
 }
 
 }  // namespace cocod::comm::tcp

@@ -9,7 +9,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,6 +92,18 @@ struct Address {
 inline void set_no_delay(int fd) noexcept {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+/// A receive on `fd` fails after `t` without data (zero: it waits for good).
+inline void set_receive_timeout(int fd, std::chrono::milliseconds t) noexcept {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(t.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+/// Whether the peer on `fd` closed or shut its sending side, even with bytes still unread.
+[[nodiscard]] inline bool peer_gone(int fd) noexcept {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 /// Connects to `a`, retrying every 10-200 ms (the server may not listen yet) until `deadline`.
