@@ -84,7 +84,7 @@ TEST_CASE("epochs: formed when --min-workers are alive, shrunk at once when a pr
   CHECK(first[0].members == std::vector<std::int64_t>{1, 2, 3});
   CHECK(first[2].rank == 2);
   CHECK_FALSE(first[0].round.has_value());  // a fresh start
-  CHECK(first[1].gloo_prefix() == "elastic/epoch/1/gloo");
+  CHECK(m[1]->gloo_prefix(first[1].number) == "elastic/epoch/1/gloo");
 
   // worker 2's process ends: its heartbeat connection closes
   const auto t0 = Clock::now();

@@ -297,6 +297,31 @@ TEST_CASE("after abort() from another thread, every collective fails at once wit
   CHECK(errors == std::vector<std::string>{"", ""});
 }
 
+TEST_CASE("a GlooAbort ends the connection set-up from another thread: the wait for an address, and a pair's connect") {
+  const auto aborted_after = [](const GlooOptions& o, std::chrono::milliseconds delay) {
+    auto abort = std::make_shared<cocod::comm::GlooAbort>();
+    std::thread later([abort, delay] {
+      std::this_thread::sleep_for(delay);
+      abort->abort();
+    });
+    const auto t0 = Clock::now();
+    CHECK_THROWS_WITH_AS(Gloo(o, std::make_shared<cocod::comm::TcpStore>(o.store), abort),
+                         doctest::Contains("its connection set-up was ended (abort)"), cocod::Aborted);
+    later.join();
+    return Clock::now() - t0;
+  };
+  // a peer that never posts its address (connect_timeout 20 s)
+  CHECK(aborted_after(options_for(0, 2, fresh_prefix()), std::chrono::milliseconds(200)) < std::chrono::seconds(2));
+  // a peer that posted its address and never connects: this rank waits in the pair's connect,
+  // on its listening side (Gloo's connecting side is the one whose address is larger: the peer's,
+  // at 127.0.0.2)
+  const std::string prefix = fresh_prefix();
+  auto device = ::gloo::transport::tcp::CreateDevice(::gloo::transport::tcp::attr("127.0.0.2"));
+  auto peer = device->createContext(1, 2);
+  cocod::comm::TcpStore(store_address()).set(prefix + "/mesh/1/0", peer->createPair(0)->address().bytes());
+  CHECK(aborted_after(options_for(0, 2, prefix), std::chrono::milliseconds(500)) < std::chrono::seconds(3));
+}
+
 TEST_CASE("bad settings are refused naming the field; an unreachable store fails within connect_timeout") {
   GlooOptions o = options_for(0, 2, fresh_prefix());
   o.rank = 2;

@@ -1,9 +1,7 @@
 #pragma once
-// A client of the rendezvous store (comm::StoreServer, or the coordinator program) as Gloo's
-// store interface: how comm::Gloo's workers exchange their addresses, and where a failing worker
-// leaves its error for its peers. Link the CMake target cocod::gloo.
-#include <gloo/rendezvous/store.h>
-
+// A client of the rendezvous store (comm::StoreServer, or the coordinator program): how
+// comm::Gloo's workers exchange their addresses, where a failing worker leaves its error for its
+// peers, and how an elastic worker talks to its coordinator. Needs no Gloo itself.
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -24,8 +22,11 @@ namespace cocod::comm {
 /// failure throws cocod::CommunicationError naming the store: it cannot be reached within
 /// `connect_timeout`, it refused the token, it closed the connection (it stopped), a wait timed
 /// out, or it refused a request (the message says why).
-class TcpStore : public gloo::rendezvous::Store {
+class TcpStore {
  public:
+  /// How long get(key) and wait(keys) wait without a timeout of their own.
+  static constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(30);
+
   TcpStore(const std::string& address, std::chrono::milliseconds connect_timeout = std::chrono::seconds(30),
            const std::string& token = {})
       : address_(tcp::parse_address(address, "cocod::comm::TcpStore: the store's address")),
@@ -45,9 +46,9 @@ class TcpStore : public gloo::rendezvous::Store {
   /// "host:port".
   [[nodiscard]] std::string address() const { return address_.text(); }
 
-  void set(const std::string& key, const std::vector<char>& data) override { call({tcp::Verb::set, key, data}, {}); }
+  void set(const std::string& key, const std::vector<char>& data) { call({tcp::Verb::set, key, data}, {}); }
   /// Waits for the key up to the default timeout (30 s).
-  std::vector<char> get(const std::string& key) override { return get(key, kDefaultTimeout); }
+  std::vector<char> get(const std::string& key) { return get(key, kDefaultTimeout); }
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) {
     tcp::Reply r = call({tcp::Verb::get, key, tcp::int_value(timeout.count())}, timeout);
     if (r.status == tcp::Status::timed_out)
@@ -68,8 +69,8 @@ class TcpStore : public gloo::rendezvous::Store {
   /// "<key>/closed", so that a coordinator learns of a lost worker at once. `secret` proves to
   /// an owner's guard that the claimer is who claimed the key first.
   void claim(const std::string& key, const std::string& secret = {}) { call({tcp::Verb::claim, key, {secret.begin(), secret.end()}}, {}); }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+  void wait(const std::vector<std::string>& keys) { wait(keys, kDefaultTimeout); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
     if (!wait_for(keys, timeout))
       throw CommunicationError(who() + ": " + std::to_string(keys.size()) + " keys were not all set within " +
                                std::to_string(timeout.count()) + " ms (are all the workers started?)");

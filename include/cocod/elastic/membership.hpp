@@ -3,7 +3,7 @@
 // it joins, beats its heart on a connection of its own (which the coordinator watches: when the
 // process ends, the connection closes and the coordinator knows at once), learns each
 // membership epoch it belongs to and the round that epoch continues from, and is told when it
-// was expelled. Link cocod::gloo.
+// was expelled. It needs no Gloo (elastic::train, which trains on each epoch, does).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -56,10 +56,6 @@ struct Epoch {
   std::optional<std::int64_t> round;
   std::int64_t donor = 0;
   [[nodiscard]] int size() const noexcept { return static_cast<int>(members.size()); }
-  /// The keys of this epoch's comm::Gloo context.
-  [[nodiscard]] std::string gloo_prefix(const std::string& base = "elastic/") const {
-    return base + "epoch/" + std::to_string(number) + "/gloo";
-  }
 };
 
 struct MemberOptions {
