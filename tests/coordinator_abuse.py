@@ -200,6 +200,20 @@ def main():
                 out, _ = p.communicate()
                 failures.append("it did not stop on SIGTERM")
         check(p.returncode == 0, "it stopped on SIGTERM with exit status 0 (got %s)" % p.returncode)
+    # the token from the environment (no --token-file); no token at all off loopback: a warning
+    env = dict(os.environ, COCOD_TOKEN="from-the-environment")
+    p = subprocess.Popen([coordinator, "--port", "0", "--bind", "127.0.0.1"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env)
+    port = int(re.search(r"port (\d+)", p.stdout.readline()).group(1))
+    check(served(port, b"from-the-environment") and not served(port), "COCOD_TOKEN is the run's token")
+    p.terminate()
+    p.communicate(timeout=10)
+    env.pop("COCOD_TOKEN")
+    p = subprocess.Popen([coordinator, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = p.stdout.readline()
+    p.terminate()
+    _, err = p.communicate(timeout=10)
+    check("no token" in first and "warning: no token" in err, "without a token on every interface it warns: %r" % err.strip())
     print("# coordinator abuse: %s" % ("OK" if not failures else "%d FAILED" % len(failures)))
     return 1 if failures else 0
 

@@ -181,7 +181,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       Resumed from;
       try {
         detail::agree_settings(comm, detail::agreed_settings(o, opt->options(), stop),
-                                     epoch.round ? std::optional<int>(plan.donor) : std::nullopt, epoch.number);
+                               epoch.round ? std::optional<int>(plan.donor) : std::nullopt, epoch.number);
         if (!epoch.round && o.resume) {
           snapshots.clear();
           from = opt->resume(*model, *o.checkpoints, stop, {.workers_may_change = true});
