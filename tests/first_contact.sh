@@ -117,10 +117,17 @@ case "$config" in
     for package in $wanted; do
       grep -qw -- "$package" "$work/last.log" || fail "scripts/demo --help does not name $package, which it installs"
     done
+    # The other programs are built in a second tree of the same configuration while the demo
+    # builds its own (each is one compilation: the two builds use both cores).
+    minimal=(-DCOCOD_WITH_GLOO=OFF -DCOCOD_WITH_MPI=OFF -DCOCOD_WITH_TORCH=OFF)
+    more="$work/build-more"
+    (configure_only build-more "${minimal[@]}" && build "$more" least_squares logistic_regression cocod-coordinator) \
+      >"$work/build-more.log" 2>&1 &
+    building=$!
     # scripts/demo itself, as a user without Gloo, MPI and libtorch runs it (the packages it
     # installs are there: nothing is installed), from a clean configuration, a short run.
     expect 0 "== curve: .*accuracy.png" -- env COCOD_DEMO_BUILD="$dir" \
-      COCOD_DEMO_CMAKE_ARGS="-DCOCOD_WITH_GLOO=OFF -DCOCOD_WITH_MPI=OFF -DCOCOD_WITH_TORCH=OFF -DCMAKE_CXX_FLAGS_RELEASE=-O1" \
+      COCOD_DEMO_CMAKE_ARGS="${minimal[*]} -DCMAKE_CXX_FLAGS_RELEASE=-O1" \
       "$src/scripts/demo" --epochs 0.05 --out "$work/demo"
     cp "$work/last.log" "$work/demo.log"
     for algorithm in CoCoD-SGD S-SGD Local-SGD Pipe-SGD; do
@@ -128,9 +135,11 @@ case "$config" in
     done
     [ -s "$work/demo/accuracy.png" ] && [ -s "$work/demo/curve.csv" ] || fail "the demo wrote no curve or plot"
     grep -q "COCOD_WITH_GLOO:BOOL=OFF" "$dir/CMakeCache.txt" || fail "the demo's build is not the minimal configuration"
-    build "$dir" least_squares logistic_regression cocod-coordinator
+    wait "$building" || { cat "$work/build-more.log"; echo "FAILED: the build of the other programs"; exit 1; }
+    grep -q "COCOD_WITH_GLOO:BOOL=OFF" "$more/CMakeCache.txt" || fail "the second build is not the minimal configuration"
     for example in least_squares logistic_regression fashion_mnist; do
-      exe="$dir/examples/$example/$example"
+      exe="$more/examples/$example/$example"
+      [ "$example" = fashion_mnist ] && exe="$dir/examples/$example/$example"
       expect 0 "--epochs" "--store|--mpi-|--comm gloo|elastic:" -- "$exe" --help
       expect 0 "model digest CoCoD-SGD: [0-9a-f]{16}" -- "$exe" --epochs 0.05 --no-progress
       expect 2 "--comm: gloo $gloo_hint" -- "$exe" --comm gloo --rank 0 --store 127.0.0.1:29500
@@ -140,7 +149,7 @@ case "$config" in
       expect 2 "--comm: mpi $mpi_hint" -- "$exe" --comm mpi
       expect 2 "--mpi-stall-timeout $mpi_hint" -- "$exe" --mpi-stall-timeout 5
     done
-    expect 0 "--port" -- "$dir/tools/cocod-coordinator" --help
+    expect 0 "--port" -- "$more/tools/cocod-coordinator" --help
     # --data: a wrong folder is a usage error that names the flag and no package; damaged files
     # are named, and Debian's package is not suggested for a folder of one's own.
     fm="$dir/examples/fashion_mnist/fashion_mnist"

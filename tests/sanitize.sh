@@ -19,7 +19,15 @@ esac
 # -O1, where its tests run far faster. GCC 12 warns falsely of maybe-uninitialized at -O1
 # (std::optional, std::string).
 case "$kind" in address) level=-O0 ;; *) level=-O1 ;; esac
-cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=$flags $level -g1 -Wno-maybe-uninitialized" \
+# Ninja where it is installed: it builds the targets named below in parallel, where a Makefile
+# tree builds them one after the other (a tree configured with the other generator is redone).
+generator="Unix Makefiles"
+command -v ninja >/dev/null && generator=Ninja
+if [ -f "$dir/CMakeCache.txt" ] && ! grep -qx "CMAKE_GENERATOR:INTERNAL=$generator" "$dir/CMakeCache.txt"; then
+  rm -rf "$dir"
+fi
+cmake -S "$src" -B "$dir" -G "$generator" -DCMAKE_BUILD_TYPE=None \
+  "-DCMAKE_CXX_FLAGS=$flags $level -g1 -Wno-maybe-uninitialized" \
   -DCOCOD_BUILD_TESTS=ON -DCOCOD_BUILD_EXAMPLES=OFF -DCOCOD_BUILD_BENCHMARKS=OFF -DCOCOD_ENABLE_CUDA=OFF >/dev/null
 cmake --build "$dir" --parallel 2 --target "$@"
 cd "$dir"

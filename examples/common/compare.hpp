@@ -95,7 +95,7 @@ int compare_on(const Runner& runner, const Args& args, std::size_t parameters, M
   // all) and 2 for the adaptive schedule's measurements
   std::size_t bytes = (parameters + 4 + 5 * static_cast<std::size_t>(workers)) * sizeof(cocod::scalar_of_t<Model>);
   if constexpr (requires { runner.members; }) bytes /= static_cast<std::size_t>(runner.members);  // a rank's slice
-  const bool throttle = args.comm == "threads" || args.link_given;  // mpi, gloo, nccl: the real network
+  const bool throttle = Runner::throttled || args.link_given;  // mpi, gloo, nccl: the real network
   const double step_s = measure_step_seconds(runner, args, make, update);
   const cocod::comm::Link link = size_link(args, bytes, workers, step_s);
   if (runner.prints()) print_setup(runner, args, parameters, bytes, throttle, link, step_s);

@@ -280,19 +280,21 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
       auto made = [&] { return cocod::GroupModel{make(group * members + member, base.outer.size() * members), base.inner}; };
       auto measure = [&](auto& grouped) { return evaluate(grouped.inner()); };
       const cocod::comm::Grouped<Threads> fast{base.inner, base.outer};
-      if (throttle)
-        train(cocod::comm::Grouped<Threads, cocod::comm::Throttled<Threads>>{base.inner, {base.outer, link}}, fast, group,
-              member == 0, made, measure);
-      else
-        train(fast, fast, group, member == 0, made, measure);
+      static_assert(Runner::throttled);  // (so no trainer is compiled for an unthrottled link it never runs on)
+      train(cocod::comm::Grouped<Threads, cocod::comm::Throttled<Threads>>{base.inner, {base.outer, link}}, fast, group,
+            member == 0, made, measure);
     } else {
       const int rank = base.rank();
       auto made = [&] { return make(rank, base.size()); };
       auto measure = [&](auto& m) { return evaluate(m); };
-      if (throttle)
+      if constexpr (Runner::throttled) {  // (no trainer compiled for a bare link it never runs on)
         train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank, true, made, measure);
-      else
-        train(base, base, rank, true, made, measure);
+      } else {
+        if (throttle)
+          train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank, true, made, measure);
+        else
+          train(base, base, rank, true, made, measure);
+      }
     }
   });
   return result;

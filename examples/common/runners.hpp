@@ -29,6 +29,7 @@ namespace example {
 /// Runs a function once per worker: N threads of this process.
 struct ThreadsRunner {
   int workers;
+  static constexpr bool throttled = true;  // threads have no network: they always share the emulated link
   template <class F>
   void each(F&& f) const {
     cocod::comm::Threads::run(workers, [&](cocod::comm::Threads t) { f(t); });
@@ -45,6 +46,7 @@ struct ThreadsRunner {
 /// the same place in every other group (the throttled link).
 struct GroupsRunner {
   int groups, members;
+  static constexpr bool throttled = true;  // (the link between groups)
   struct Member {
     cocod::comm::Threads inner, outer;
   };
@@ -68,6 +70,7 @@ struct GroupsRunner {
 /// One worker thread per GPU of this machine, over NCCL.
 struct NcclRunner {
   std::vector<int> devices;
+  static constexpr bool throttled = false;  // the GPUs' own links, unless --bandwidth or --latency is given
   template <class F>
   void each(F&& f) const {
     cocod::comm::Nccl::run(devices, [&](cocod::comm::Nccl c) { f(c); });
@@ -85,6 +88,7 @@ template <class Comm>
 struct ProcessRunner {
   Comm world;
   const char* what;  // "MPI processes"
+  static constexpr bool throttled = false;  // the real network, unless --bandwidth or --latency is given
   template <class F>
   void each(F&& f) const {
     f(world);
