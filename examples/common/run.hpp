@@ -280,7 +280,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
       auto made = [&] { return cocod::GroupModel{make(group * members + member, base.outer.size() * members), base.inner}; };
       auto measure = [&](auto& grouped) { return evaluate(grouped.inner()); };
       const cocod::comm::Grouped<Threads> fast{base.inner, base.outer};
-      static_assert(Runner::throttled);  // (so no trainer is compiled for an unthrottled link it never runs on)
+      // (GroupsRunner::throttled: no trainer is compiled for an unthrottled link it never runs on)
       train(cocod::comm::Grouped<Threads, cocod::comm::Throttled<Threads>>{base.inner, {base.outer, link}}, fast, group,
             member == 0, made, measure);
     } else {
