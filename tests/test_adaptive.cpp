@@ -178,7 +178,9 @@ TEST_CASE("with proportional sampling from measured speeds a slow worker does no
   const std::size_t slow = balanced.reports[2].rounds.back().batch_size;
   CHECK(slow >= 5);
   CHECK(slow <= 10);
-  CHECK(balanced.reports[0].rounds.back().batch_size > 2 * slow);
+  // (ideally 2.7x the slow one's; sleeps overshoot on a loaded machine, which narrows the measured
+  // gap: 16 against 8 was seen with both cores compiling)
+  CHECK(balanced.reports[0].rounds.back().batch_size >= 2 * slow);
   CHECK(balanced.reports[2].rounds[2].batch_size == 16);  // before the first measurement arrives
 
   // Round times after re-planning (rounds 6..), against equal batches (rounds 1..): the balanced
@@ -226,9 +228,17 @@ TEST_CASE("the automatic period is the smallest k with k * c >= m, capped, agree
     MESSAGE("cap " << cap << ": period chosen " << k);
     if (cap == 3) {
       CHECK(k == 3);
-    } else {
-      CHECK(k >= 4);
-      CHECK(k <= 5);
+    } else {  // 4 on a quiet machine; from what the schedule measured on any (a loaded machine's
+              // steps take longer than their sleeps: 3 under AddressSanitizer beside a build)
+      std::vector<cocod::Event> changes;
+      for (const auto& e : replans)
+        if (e.kind == cocod::Event::Kind::replanned) changes.push_back(e);
+      REQUIRE(!changes.empty());
+      const cocod::Event& last = changes.back();  // the one that set the period the run ended with
+      CHECK(last.new_period == k);
+      CHECK(static_cast<double>(k) == std::clamp(std::ceil(last.exchange_s / (16.0 * last.sample_s)), 1.0, 32.0));
+      CHECK(k >= 2);
+      CHECK(k <= 6);
     }
     // the sink was told of the first change, with what was measured
     REQUIRE(!replans.empty());
