@@ -287,14 +287,10 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
       const int rank = base.rank();
       auto made = [&] { return make(rank, base.size()); };
       auto measure = [&](auto& m) { return evaluate(m); };
-      if constexpr (Runner::throttled) {  // (no trainer compiled for a bare link it never runs on)
-        train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank, true, made, measure);
-      } else {
-        if (throttle)
-          train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank, true, made, measure);
-        else
-          train(base, base, rank, true, made, measure);
+      if constexpr (!Runner::throttled) {  // (no trainer is compiled for a bare link threads never run on)
+        if (!throttle) return train(base, base, rank, true, made, measure);
       }
+      train(cocod::comm::Throttled<decltype(base)>{base, link}, base, rank, true, made, measure);
     }
   });
   return result;
