@@ -18,13 +18,20 @@
 #         finish with the same digest; the time from a kill to the survivors' next round
 #         (median, worst) per kind. The suite runs it with one run of each kind (elastic.kills).
 #
-#   benchmarks/elastic.sh [cost|demo|kills|all] [OUT_DIR]     (BUILD=build/bench by default)
+#   goodput  goodput under failures (benchmarks/elastic_goodput.py): the Fashion-MNIST MLP
+#         (CoCoD-SGD, k = 8, EPOCHS epochs, default 60) on 4 workers, a random one killed every T
+#         seconds (EVERY, default 10,30,60,120), as an elastic run (a replacement started at each
+#         kill) and as checkpoint-restart (comm::Gloo with a checkpoint every 10 rounds, all
+#         workers started again from the newest after each kill); each run's wall time over the
+#         undisturbed one's and its final test accuracy (OUT/elastic-goodput.csv, .png).
+#
+#   benchmarks/elastic.sh [cost|demo|kills|goodput|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_help "$0" "${1:-}"
 which="${1:-all}"
-case "$which" in cost|demo|kills|all|cost-run|cost-inside) ;;
-  *) echo "benchmarks/elastic.sh: unknown part '$which' (cost, demo, kills or all; see --help)" >&2; exit 2 ;;
+case "$which" in cost|demo|kills|goodput|all|cost-run|cost-inside) ;;
+  *) echo "benchmarks/elastic.sh: unknown part '$which' (cost, demo, kills, goodput or all; see --help)" >&2; exit 2 ;;
 esac
 out="${2:-$COCOD_ROOT/results/benchmarks}"
 repeats="${REPEATS:-3}"
@@ -184,4 +191,28 @@ if [ "$which" = kills ] || [ "$which" = all ]; then
   echo "# the kill campaign: $(echo "${RUNS:-20}") runs of each kind, 4 least_squares workers on loopback; $(date +%F), $(nproc) cores"
   python3 "$COCOD_ROOT/tests/elastic_kills.py" "$BENCH_BUILD/examples/least_squares/least_squares" "$coord" "$work/kills" \
     --runs "${RUNS:-20}" --seed "${SEED:-1}" | tee "$out/elastic-kills.txt"
+fi
+
+if [ "$which" = goodput ] || [ "$which" = all ]; then
+  exe="$BENCH_BUILD/examples/fashion_mnist/fashion_mnist"
+  bench_require elastic.sh "$exe"
+  echo "# goodput under failures: Fashion-MNIST MLP, CoCoD-SGD k = 8, ${EPOCHS:-60} epochs, 4 workers on loopback; $(date +%F), $(nproc) cores"
+  python3 "$COCOD_ROOT/benchmarks/elastic_goodput.py" "$exe" "$coord" "$work/goodput" --every "${EVERY:-10,30,60,120}" \
+    --epochs "${EPOCHS:-60}" --seed "${SEED:-1}" --csv "$out/elastic-goodput.csv" -- --algo cocod --period 8 | tee "$out/elastic-goodput.txt"
+  if command -v gnuplot >/dev/null; then
+    python3 - "$out/elastic-goodput.csv" >"$work/goodput.dat" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+base = next(float(r["wall_s"]) for r in rows if r["method"] == "restart" and float(r["every_s"]) == 0)
+for every in sorted({float(r["every_s"]) for r in rows if float(r["every_s"]) > 0}):
+    g = {r["method"]: base / float(r["wall_s"]) for r in rows if float(r["every_s"]) == every}
+    print(every, g["restart"], g["elastic"])
+PY
+    gnuplot -e "set terminal pngcairo size 900,540; set output '$out/elastic-goodput.png'; \
+      set xlabel 'seconds between two kills'; set ylabel 'goodput (undisturbed wall time / wall time)'; set key bottom right; \
+      set yrange [0:1.05]; set logscale x; set xtics (10, 20, 30, 60, 120); set grid; \
+      plot '$work/goodput.dat' using 1:3 with linespoints lw 2 title 'elastic (cocod)', \
+           '' using 1:2 with linespoints lw 2 title 'checkpoint-restart (every 10 rounds)', 0.95 with lines dt 2 title 'target at one kill a minute'" 2>/dev/null ||
+      echo "# (gnuplot could not draw $out/elastic-goodput.png)"
+  fi
 fi

@@ -27,6 +27,11 @@ import sys
 import time
 
 KINDS = ["random", "setup", "double", "replace", "stop"]
+# the phases of a recovery: the loss noticed (the kill -> the end of the epoch), then each phase
+# the workers print ("membership epoch N began ... after the wait for it (unix time T): ...")
+PHASES = ["noticed", "formed", "round agreed", "connected", "continued", "first round"]
+BEGAN = (r"membership epoch \d+ began [0-9.]+ s after the wait for it \(unix time ([0-9.]+)\): formed ([0-9.]+) s, "
+         r"round agreed ([0-9.]+) s, connected ([0-9.]+) s, continued ([0-9.]+) s, first round ([0-9.]+) s")
 DEADLINE = 90  # seconds a run may take
 
 
@@ -120,6 +125,23 @@ class Run:
                     break
         return min(times) - killed_at if times else None
 
+    def phases(self, killed_at, faulty):
+        """Where the survivors' time went from the kill to their next epoch's first round end:
+        per phase, the median over the survivors of the first epoch each began after the kill."""
+        per = {name: [] for name in PHASES}
+        for i in range(len(self.workers)):
+            if i in faulty or i >= 4:  # (a replacement's first epoch is no recovery)
+                continue
+            for m in re.finditer(BEGAN, self.output(i)):
+                since = float(m.group(1))
+                if since + 0.001 < killed_at:
+                    continue
+                per["noticed"].append(since - killed_at)
+                for name, value in zip(PHASES[1:], m.groups()[1:]):
+                    per[name].append(float(value))
+                break
+        return {name: statistics.median(v) for name, v in per.items() if v}
+
 
 def one_run(args, kind, n, rng):
     run = Run(args, "%s-%d" % (kind, n))
@@ -191,15 +213,18 @@ def one_run(args, kind, n, rng):
         if not re.search(r"admitted 5\b", run.coordinator_log()):
             problems.append("the replacement was not admitted")
     recovery = run.recovery(killed_at, faulty) if killed_at and kind != "stop" else None
+    phases = run.phases(killed_at, faulty) if recovery is not None else {}
     ok = not problems
     print("%-7s %2d %s: %s%s" % (kind, n, "ok  " if ok else "FAILED", what,
                                  "; next epoch's first round %.3f s after" % recovery if recovery is not None else ""),
           flush=True)
+    if phases:
+        print("           " + ", ".join("%s %.3f s" % (name, phases[name]) for name in PHASES if name in phases), flush=True)
     for p in problems:
         print("           " + p, flush=True)
     if ok:
         shutil.rmtree(run.dir, ignore_errors=True)
-    return ok, recovery
+    return ok, recovery, phases
 
 
 def main():
@@ -220,17 +245,22 @@ def main():
     rng = random.Random(args.seed)
     summary, failed = [], 0
     for kind in kinds:
-        passed, recoveries = 0, []
+        passed, recoveries, phases = 0, [], {name: [] for name in PHASES}
         for n in range(1, args.runs + 1):
-            ok, recovery = one_run(args, kind, n, rng)
+            ok, recovery, run_phases = one_run(args, kind, n, rng)
             passed += ok
             failed += not ok
             if recovery is not None:
                 recoveries.append(recovery)
+            for name, value in run_phases.items():
+                phases[name].append(value)
         line = "# %-7s %d of %d runs passed" % (kind, passed, args.runs)
         if recoveries:
             line += "; kill -> next epoch's first round: median %.3f s, worst %.3f s" % (
                 statistics.median(recoveries), max(recoveries))
+        if any(phases.values()):
+            line += "\n#           where it went (medians): " + ", ".join(
+                "%s %.3f s" % (name, statistics.median(v)) for name, v in phases.items() if v)
         summary.append(line)
     print("\n".join(summary))
     sys.exit(1 if failed else 0)

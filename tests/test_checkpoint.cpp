@@ -562,12 +562,12 @@ TEST_CASE("bad checkpoints: one clear error on every worker, naming the file and
   SUBCASE("another format version") {
     rewrite(file1, [](std::string& b) { b[8] = 7; });
     fix_manifest(file1);
-    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 5");
+    expect(resume_errors(store, workers, same), "has format version 7; this build reads version 6");
   }
   SUBCASE("a manifest of another format version: the version quoted as the manifest says it") {
     const auto manifest = folder / "MANIFEST";
-    rewrite(manifest, [](std::string& b) { b.replace(b.find("cocod-checkpoint 5"), 18, "cocod-checkpoint 7"); });
-    expect(resume_errors(store, workers, same), "has format version '7'; this build reads version 5");
+    rewrite(manifest, [](std::string& b) { b.replace(b.find("cocod-checkpoint 6"), 18, "cocod-checkpoint 7"); });
+    expect(resume_errors(store, workers, same), "has format version '7'; this build reads version 6");
   }
   SUBCASE("another scalar type") {
     expect(resume_errors(store, workers, [](int r) { return cocod_test::LeastSquares<float>(40, 6, 900 + static_cast<std::uint64_t>(r)); }),
@@ -723,6 +723,43 @@ TEST_CASE("an elastic resume: 3 workers saved, 2 continue from the consensus and
   CHECK(start[0] == consensus);
   CHECK(start[1] == consensus);
   CHECK(steps[0] == 4 * options.options.period);
+}
+
+TEST_CASE("an elastic resume keeps the passes over the data an Epochs length promised") {
+  // 240 samples shared by the workers, batches of 4: 20 steps a pass with 3 workers, 30 with 2.
+  // 3 workers save at round 4 (step 12: 0.6 passes); 2 continue with the 1.4 passes still due
+  // (42 steps: 54 in all, where a length counted afresh would be 60), and a file they save on
+  // the way keeps that progress for the next resume.
+  const cocod::Checkpoints store(scratch("elastic-epochs"));
+  const auto shard = [](int rank, int n) { return Model(240 / static_cast<std::size_t>(n), 6, 900 + static_cast<std::uint64_t>(rank)); };
+  using Opt = cocod::Optimizer<Model, cocod::comm::Threads>;
+  cocod::comm::Threads::run(3, [&](cocod::comm::Threads comm) {
+    Model model = shard(comm.rank(), 3);
+    Opt opt{comm, options.options, cocod::update::Sgd{.momentum = 0.9}};
+    opt.begin(model, cocod::Epochs{2});
+    CHECK(opt.info().total_steps == 40);
+    while (opt.steps_taken() < 12) opt.step(model, opt.next_batch());
+    opt.save(model, store);
+  });
+  std::vector<cocod::Report> reports(2);
+  for (const bool again : {false, true}) {
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads comm) {
+      Model model = shard(comm.rank(), 2);
+      Opt opt{comm, options.options, cocod::update::Sgd{.momentum = 0.9}};
+      REQUIRE(opt.resume(model, store, cocod::Epochs{2}, {.workers_may_change = true}));
+      CHECK(opt.info().total_steps == 54);
+      if (!again) {  // saved at step 24 (0.6 + 12/30 = 1 pass): the same length from there
+        while (opt.steps_taken() < 24) opt.step(model, opt.next_batch());
+        opt.save(model, store);
+      }
+      while (opt.steps_taken() < opt.info().total_steps) opt.step(model, opt.next_batch());
+      reports[static_cast<std::size_t>(comm.rank())] = opt.finish(model);
+    });
+    for (const auto& r : reports) {
+      CHECK(r.steps == 54);
+      CHECK(r.epochs == doctest::Approx(2.0));
+    }
+  }
 }
 
 TEST_CASE("an adaptive schedule resumes from its saved plan") {

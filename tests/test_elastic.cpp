@@ -266,19 +266,29 @@ namespace {
 using Model = cocod_test::LeastSquares<double>;
 
 // One elastic worker as a thread: joins (after `delay`), trains algorithm A on its own data
-// (seeded by its id), and records its final model by id.
+// (seeded by its id), and records its final model and report by id.
 struct Fleet {
+  explicit Fleet(const Coordinator& c) : coordinator(c) {}
   const Coordinator& coordinator;
   std::mutex mutex;
   std::map<std::int64_t, std::vector<double>> models;   // id -> final consensus
   std::map<std::int64_t, std::string> errors;           // id -> what ended it
   std::vector<std::thread> threads;
+  std::map<std::int64_t, cocod::Report> reports;        // id -> its report
+  std::map<std::int64_t, std::vector<cocod::elastic::EpochStart>> starts;  // id -> how its epochs began
+  std::size_t samples = 0;  // 0: each worker's data is its own 50 samples; else `samples` shared by the epoch's workers
 
   template <template <class...> class A>
   void start(const cocod_test::Setup& s, std::size_t steps, cocod::elastic::TrainOptions o,
              std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&, const Epoch&, Member&)> fault = {},
              double learning_rate = 0) {
-    threads.emplace_back([this, s, steps, o, delay, fault, learning_rate]() mutable {
+    start<A>(s, cocod::Steps{steps}, o, delay, fault, learning_rate);
+  }
+  template <template <class...> class A, cocod::StopCondition Stop>
+  void start(const cocod_test::Setup& s, Stop stop, cocod::elastic::TrainOptions o,
+             std::chrono::milliseconds delay = 0ms, std::function<void(const cocod::RoundStats&, const Epoch&, Member&)> fault = {},
+             double learning_rate = 0) {
+    threads.emplace_back([this, s, stop, o, delay, fault, learning_rate]() mutable {
       std::this_thread::sleep_for(delay);
       std::int64_t id = 0;
       try {
@@ -291,7 +301,10 @@ struct Fleet {
         if (learning_rate > 0) setup.options.learning_rate = learning_rate;
         using Trainer = A<Model, cocod::comm::Gloo>;
         const auto result = cocod::elastic::train<Trainer>(
-            m, o, cocod::Steps{steps}, [id](int, int) { return Model(50, 13, 500 + static_cast<std::uint64_t>(id)); },
+            m, o, stop,
+            [id, n = samples](int, int workers) {
+              return Model(n ? n / static_cast<std::size_t>(workers) : 50, 13, 500 + static_cast<std::uint64_t>(id));
+            },
             [&](auto& opt, cocod::comm::Gloo c) {
               std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
                          cocod_test::family_of<Trainer>(setup));
@@ -300,8 +313,13 @@ struct Fleet {
               if (fault) fault(r, e, m);
             });
         std::lock_guard lock(mutex);
-        if (result.report) models[id] = result.model->x;
-        else errors[id] = "left";
+        if (result.report) {
+          models[id] = result.model->x;
+          reports[id] = *result.report;
+          starts[id] = result.starts;
+        } else {
+          errors[id] = "left";
+        }
       } catch (const std::exception& e) {
         std::lock_guard lock(mutex);
         errors[id] = e.what();
@@ -337,7 +355,7 @@ std::optional<std::size_t> start_round(const Coordinator& c, int e) {
 
 TEST_CASE("elastic training with a fixed membership gives the iterates of comm::Threads, bit for bit") {
   Coordinator c({.port = 0, .min_workers = 3, .first_epoch_grace = 200ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   for (int i = 0; i < 3; ++i) fleet.start<cocod::Optimizer>(setup(), 40, {}, i * 50ms);
   fleet.join();
   std::vector<std::vector<double>> threads(3);
@@ -357,7 +375,7 @@ TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they
   std::size_t R = 0;
   {
     Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-    Fleet fleet{c, {}, {}, {}, {}};
+    Fleet fleet{c};
     // (started apart, so that ids follow the order: the data of a worker follows its id)
     fleet.start<cocod::Optimizer>(setup(), 60, {});
     fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms);
@@ -376,7 +394,7 @@ TEST_CASE("a worker lost mid-run: the survivors go on from the latest round they
     lost_run = a;
   }
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   cocod::elastic::TrainOptions replay;
   replay.script = {R};
   cocod::elastic::TrainOptions leave;
@@ -395,7 +413,7 @@ TEST_CASE("a worker lost before the first round end of an epoch: the next contin
   // Epoch 2 begins at round 4 (scripted); no state is kept at round 5 (snapshot_every 4), where
   // worker 3 vanishes: the survivors still hold round 4, where they began, and go on from there.
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   cocod::elastic::TrainOptions o;
   o.script = {4};
   o.snapshot_every = 4;
@@ -430,7 +448,7 @@ std::function<void(const cocod::RoundStats&, const Epoch&, Member&)> hold_until_
 template <template <class...> class A>
 std::vector<double> leave_and_join(const cocod_test::Setup& s) {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   cocod::elastic::TrainOptions member, leaver;
   member.script = {3, 6};
   leaver.leave_after_round = 3;
@@ -464,6 +482,52 @@ std::vector<double> leave_and_join(const cocod_test::Setup& s) {
   return a;
 }
 }  // namespace
+
+TEST_CASE("Epochs keeps the passes over the data it promised whatever the membership") {
+  // 600 samples shared by the epoch's workers, batches of 4: 50 steps a pass with 3 workers, 75
+  // with 2. Worker 3 leaves after round 5 (step 15, 0.3 passes), worker 4 is admitted after
+  // round 20 (step 60: 0.3 + 45/75 = 0.9 passes); 2 passes are due in all.
+  Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
+  Fleet fleet{c};
+  fleet.samples = 600;
+  cocod::elastic::TrainOptions member, leaver, joiner;
+  member.script = {5, 20};
+  leaver.leave_after_round = 5;
+  joiner.script = {20};
+  fleet.start<cocod::Optimizer>(setup(), cocod::Epochs{2}, member, 0ms, hold_until_waiting(20));
+  fleet.start<cocod::Optimizer>(setup(), cocod::Epochs{2}, member, 50ms, hold_until_waiting(20));
+  fleet.start<cocod::Optimizer>(setup(), cocod::Epochs{2}, leaver, 100ms);
+  while (!logged(c, "starts: round 5 donor 1")) std::this_thread::sleep_for(2ms);
+  fleet.start<cocod::Optimizer>(setup(), cocod::Epochs{2}, joiner);
+  fleet.join();
+  INFO(joined(c.log()));
+  for (const auto& [id, e] : fleet.errors) INFO(id, ": ", e);
+  REQUIRE(logged(c, "starts: round 20 donor 1"));
+  REQUIRE(fleet.reports.size() == 3);
+  // The steps still due at step 60: (2 - 0.9) * 50 = 55, so 115 in all (counted from the 2
+  // workers' epoch, 15 + ceil(1.7 * 75) = 143; from the 3 workers' steps alone, 100).
+  for (const auto& [id, r] : fleet.reports) {
+    CAPTURE(id);
+    CHECK(r.info.total_steps == 115);
+    CHECK(r.steps == 115);
+    CHECK(r.epochs == doctest::Approx(2.0));
+  }
+  // How each epoch began: workers 1 and 2 trained in three epochs, the newcomer in the last
+  // (an epoch the coordinator replaced before it started is not among them), one after the other.
+  for (const auto& [id, starts] : fleet.starts) {
+    CAPTURE(id);
+    REQUIRE(starts.size() == (id == 4 ? 1u : 3u));
+    CHECK(logged(c, "epoch " + std::to_string(starts.back().epoch) + " starts: round 20 donor 1"));
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const auto& t = starts[i];
+      if (i > 0) CHECK(t.epoch > starts[i - 1].epoch);
+      for (const double phase : {t.formed, t.agreed, t.connected, t.continued, t.first_round}) CHECK(phase >= 0.0);
+      CHECK(t.connected > 0.0);
+      CHECK(t.total() < 20.0);
+      if (i > 0) CHECK(t.since_unix >= starts[i - 1].since_unix + starts[i - 1].total());
+    }
+  }
+}
 
 TEST_CASE("every algorithm and the family's exchanges survive a leave and a join, reproducibly") {
   auto s = setup();
@@ -639,7 +703,7 @@ TEST_CASE("a delayed start's progress not yet posted is weighted for the new mem
 
 TEST_CASE("a newcomer with other settings is refused by name; the members go on without it") {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   cocod::elastic::TrainOptions member;
   fleet.start<cocod::Optimizer>(setup(), 60, member, 0ms, hold_until_waiting(1));
   fleet.start<cocod::Optimizer>(setup(), 60, member, 50ms, hold_until_waiting(1));
@@ -679,7 +743,7 @@ TEST_CASE("a newcomer with another length, period, non_finite or max_skips is re
                              NonFinite::skip, 5, NonFinite::skip}}) {
     CAPTURE(k.field);
     Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-    Fleet fleet{c, {}, {}, {}, {}};
+    Fleet fleet{c};
     cocod_test::Setup members = setup(), other = setup();
     members.options.non_finite = k.members;
     other.options.period = k.period;
@@ -700,7 +764,7 @@ TEST_CASE("a newcomer with another length, period, non_finite or max_skips is re
 
 TEST_CASE("a newcomer with other checkpoint settings is refused by name; the members go on without it") {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 200ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   fleet.start<cocod::Optimizer>(setup(), 60, {}, 0ms, hold_until_waiting(1));
   fleet.start<cocod::Optimizer>(setup(), 60, {}, 50ms, hold_until_waiting(1));
   while (!logged(c, "epoch 1 starts")) std::this_thread::sleep_for(2ms);
@@ -721,7 +785,7 @@ TEST_CASE("a newcomer with other checkpoint settings is refused by name; the mem
 
 TEST_CASE("in a first epoch the settings most workers pass are the run's, whichever rank differs") {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 500ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   cocod::elastic::TrainOptions odd;
   odd.snapshot_every = 2;
   fleet.start<cocod::Optimizer>(setup(), 60, odd);  // worker 1: rank 0 of epoch 1
@@ -740,7 +804,7 @@ TEST_CASE("in a first epoch the settings most workers pass are the run's, whiche
 
 TEST_CASE("in a first epoch whose workers' settings split evenly, rank 0's are the run's") {
   Coordinator c({.port = 0, .min_workers = 2, .first_epoch_grace = 500ms});
-  Fleet fleet{c, {}, {}, {}, {}};
+  Fleet fleet{c};
   cocod::elastic::TrainOptions odd;
   odd.snapshot_every = 2;
   fleet.start<cocod::Optimizer>(setup(), 60, odd);  // workers 1 and 2: ranks 0 and 1 of epoch 1

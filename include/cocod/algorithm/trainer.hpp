@@ -28,9 +28,16 @@ struct ResumeOptions {
   /// false: such a checkpoint is refused (CheckpointError naming both numbers). true: the run
   /// continues from the checkpoint's consensus model (sum_j w_j x_j of the saved workers) and
   /// its step and round counters, with the data as the new workers shard it; momentum, anchors,
-  /// the sampler, the schedule's plan and the report start anew (docs/reliability.md).
+  /// the sampler, the schedule's plan and the report start anew (docs/reliability.md). An
+  /// Epochs length keeps the passes over the data: the passes still due from the checkpoint's.
   bool workers_may_change = false;
 };
+
+namespace detail {
+/// How a resume begins the run: at step `at`, `p` far through its data (Progress{} and 0: a
+/// fresh run).
+using BeginAt = std::function<void(const Progress& p, std::size_t at)>;
+}  // namespace detail
 
 /// An algorithm and the run API its users call: cocod::CoCoDSGD, SyncSGD, LocalSGD, PipeSGD and
 /// OverlapLocalSGD are trainers of their rules, and so is an algorithm of one's own.
@@ -83,7 +90,7 @@ class Trainer {
                                        "cocod::Steps{n} or cocod::Rounds{n}");
     if constexpr (StopCondition<Stop>) {
       if (resume_from_) {
-        resume_from_(model, [&] { begin(model, stop); });
+        resume_from_(model, [&](const Progress& p, std::size_t at) { begin_at(model, stop, p, at); });
         resume_from_ = nullptr;  // (kept when the resume failed: a retry resumes again)
       } else {
         begin(model, stop);
@@ -134,15 +141,7 @@ class Trainer {
   void begin(Model& model, const Stop& stop) {
     static_assert(StopCondition<Stop>, "cocod: begin(model, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
-    begin(model);
-    if constexpr (StopCondition<Stop>) {
-      try {
-        run_.set_length(stop.steps(info().steps_per_epoch, run_.loop().plan().period));
-      } catch (...) {  // a bad length (Steps{0}): no run
-        run_.abandon();
-        throw;
-      }
-    }
+    begin_at(model, stop, Progress{}, 0);
   }
 
   /// Saves the run into `store` (a cocod::Checkpoints, from <cocod/checkpoint.hpp>), as the
@@ -168,7 +167,7 @@ class Trainer {
   Resumed resume(Model& model, const Store& store, const Stop& stop, ResumeOptions options = {}) {
     static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
-    return session(store).resume(model, [&] { begin(model, stop); }, options);
+    return session(store).resume(model, [&](const Progress& p, std::size_t at) { begin_at(model, stop, p, at); }, options);
   }
   /// Tells `sink` what the run decides as it happens (cocod::Event: resumed, a checkpoint
   /// written, a plan re-made from measurements, a reduction skipped), one event per decision on
@@ -177,7 +176,7 @@ class Trainer {
   /// The next optimize() resumes from `store` (see resume()) instead of starting at step 0.
   template <class Store>
   void resume_from(const Store& store, ResumeOptions options = {}) {
-    resume_from_ = [this, store, options](Model& model, const std::function<void()>& begin) {
+    resume_from_ = [this, store, options](Model& model, const detail::BeginAt& begin) {
       (void)session(store).resume(model, begin, options);
     };
   }
@@ -244,6 +243,24 @@ class Trainer {
       : run_(std::move(comm), std::move(options), std::move(parts.schedule), std::move(parts.update)),
         settings_(std::move(parts.settings)),
         rule_(detail::make_rule<rule_type, typename Run::CommImpl>(settings_)) {}
+  // begin(model, stop) for a run that continues at step `at`, `p` far through its data (a
+  // resume's): an Epochs length counts the passes still due from there.
+  template <class Stop>
+  void begin_at(Model& model, const Stop& stop, const Progress& p, std::size_t at) {
+    begin(model);
+    if constexpr (StopCondition<Stop>) {
+      try {
+        run_.loop().continue_from(p, at);
+        if constexpr (requires { stop.steps_from(p); })
+          run_.set_length(stop.steps_from(run_.loop().progress()));
+        else
+          run_.set_length(stop.steps(info().steps_per_epoch, run_.loop().plan().period));
+      } catch (...) {  // a bad length (Steps{0}): no run
+        run_.abandon();
+        throw;
+      }
+    }
+  }
   // The checkpoint session of `store` (found by argument-dependent lookup in <cocod/checkpoint.hpp>).
   template <class Store>
   auto session(const Store& store) {
@@ -265,7 +282,7 @@ class Trainer {
   Run run_;
   settings_type settings_;
   rule_type rule_;
-  std::function<void(Model&, const std::function<void()>&)> resume_from_;
+  std::function<void(Model&, const detail::BeginAt&)> resume_from_;
 };
 
 }  // namespace cocod

@@ -31,10 +31,11 @@ static_assert(std::endian::native == std::endian::little, "cocod checkpoints are
 
 inline constexpr std::array<char, 8> magic = {'c', 'o', 'c', 'o', 'd', 'c', 'k', 'p'};
 /// The version this build writes and reads.
-inline constexpr std::uint32_t format_version = 5;  // 2: the family's state, bytes sent per round; 3: the spread of the measured all-reduce time;
+inline constexpr std::uint32_t format_version = 6;  // 2: the family's state, bytes sent per round; 3: the spread of the measured all-reduce time;
                                                     // 4: the settings of every part field by field, the guard's section, exchanges by name,
                                                     //    CoCoD-SGD's overlap depth, the plan's hiding steps;
-                                                    // 5: the schedule and the run's length, Options::data_fingerprint
+                                                    // 5: the schedule and the run's length, Options::data_fingerprint;
+                                                    // 6: the progress through the data (the passes done, counted from a change of workers)
 /// Names of sections and fields are short; a longer one means a corrupt file.
 inline constexpr std::size_t max_name = 64;
 

@@ -73,15 +73,15 @@ class Session {
   }
 
   /// Starts the run from the newest complete checkpoint: begin() starts it (so that the run's
-  /// length is known to the check), the checkpoint is checked against the run, then every part
-  /// is restored. Nothing to resume from, after begin(), when the store holds none. See
+  /// length, counted from the checkpoint's progress through the data, is known to the check),
+  /// the checkpoint is checked against the run, then every part is restored. Nothing to resume from, after begin(), when the store holds none. See
   /// Trainer::resume().
   template <class Model>
-  Resumed resume(Model& model, const std::function<void()>& begin, ResumeOptions options) {
+  Resumed resume(Model& model, const cocod::detail::BeginAt& begin, ResumeOptions options) {
     auto& comm = run_.reducer().comm();
     const auto found = find();
     if (!found) {
-      begin();
+      begin({}, 0);
       return {};
     }
     if (found->workers != comm.size()) {
@@ -90,11 +90,15 @@ class Session {
     }
     std::vector<std::byte> bytes;
     std::optional<FileReader> file;
-    begin();
+    Progress from;  // (the run's length counts from it)
     std::vector<double> none;
-    detail::agreed(comm, none, unknown("resumed"), [&] {
+    detail::agreed(comm, none, unknown("read"), [&] {
       bytes = Checkpoints::read_file(*found, comm.rank());
       file.emplace(bytes, found->file(comm.rank()).string());
+      from = state_.progress(*file);
+    }, [] {});
+    begin(from, static_cast<std::size_t>(found->step));
+    detail::agreed(comm, none, unknown("resumed"), [&] {
       state_.check(*file, *found, ModelParameters::of(model), false, comm.rank());
     }, [&] { run_.abandon(); });
     detail::agreed(comm, none, unknown("resumed"), [&] { state_.load(*file, model, run_.parameters(model, "resume")); },
@@ -155,14 +159,16 @@ class Session {
 
   /// Starts a run from checkpoint `c` of another number of workers: x = sum_j w_j x_j over the
   /// saved workers (in rank order, the same on every new worker), their step and round
-  /// counters; everything else starts anew.
+  /// counters, and the passes over the data done (an Epochs length counts those still due);
+  /// everything else starts anew.
   template <class Model>
-  void elastic(Model& model, const CheckpointInfo& c, bool allowed, const std::function<void()>& begin) {
+  void elastic(Model& model, const CheckpointInfo& c, bool allowed, const cocod::detail::BeginAt& begin) {
     auto& comm = run_.reducer().comm();
     Span x = cocod::detail::ModelCalls<Model>::parameters(model);
     std::vector<T> consensus(x.size(), T(0));
     std::vector<std::byte> model_state;
     Header first{};
+    Progress from;
     detail::agreed(comm, unknown("resumed"), [&] {
       if (!allowed)
         throw CheckpointError("cocod: checkpoint " + c.folder.string() + " does not fit this run: the number of workers differs (checkpoint: " +
@@ -173,7 +179,10 @@ class Session {
         const FileReader file(bytes, c.file(j).string());
         state_.check(file, c, x.size(), true, j);
         const Header h = read_header(file);
-        if (j == 0) first = h;
+        if (j == 0) {
+          first = h;
+          from = state_.progress(file);
+        }
         const auto w = static_cast<T>(h.weight);
         const auto part = file.fields("parameters").template values<T>("x", x.size());
         for (std::size_t i = 0; i < x.size(); ++i) consensus[i] = j == 0 ? w * part[i] : consensus[i] + w * part[i];
@@ -186,7 +195,7 @@ class Session {
     });
     cocod::detail::copy_in(x, consensus);
     if constexpr (StatefulModel<Model>) model.load_state(std::span<const std::byte>(model_state));
-    begin();
+    begin(from, static_cast<std::size_t>(first.step));
     run_.loop().pos().step = static_cast<std::size_t>(first.step);
     run_.loop().pos().round = static_cast<std::size_t>(first.round);
   }

@@ -51,6 +51,20 @@
 
 namespace cocod::elastic {
 
+/// Where the time went between the end of a worker's epoch (or its start) and the first round
+/// end of its next epoch, in seconds of each phase, one after the other (an epoch that ended
+/// before its first round end, a set-up a loss cut short, adds its phases to the next one's).
+struct EpochStart {
+  std::int64_t epoch = 0;
+  double since_unix = 0.0;  ///< when the wait began (the epoch before ended: a loss, a switch), Unix time
+  double formed = 0.0;      ///< until the coordinator formed the epoch (of the survivors, the newcomers)
+  double agreed = 0.0;      ///< until it chose the round the epoch continues from (every member reported)
+  double connected = 0.0;   ///< the members' comm::Gloo set-up
+  double continued = 0.0;   ///< the trainer built, the settings agreed, the state of that round restored
+  double first_round = 0.0; ///< training to the epoch's first round end
+  [[nodiscard]] double total() const noexcept { return formed + agreed + connected + continued + first_round; }
+};
+
 /// What an elastic worker did: the final model and its report (both nullopt when it left by
 /// script or the run ended before it was admitted), how many epochs it took part in, and the
 /// coordinator's log when it ended.
@@ -68,6 +82,8 @@ struct TrainResult {
   /// a lost peer, a worker whose settings were refused, a stall on a member the coordinator
   /// expelled).
   std::vector<std::string> losses;
+  /// How each epoch of this worker that reached a round end began (EpochStart's phases).
+  std::vector<EpochStart> starts;
 };
 
 namespace train_detail {
@@ -85,6 +101,17 @@ inline void leave_quietly(Member& member) noexcept {
   } catch (...) {  // (the coordinator gone: the error being thrown says more)
   }
 }
+// The seconds since the last call (the phases of EpochStart, one after the other).
+class Lap {
+ public:
+  double operator()() {
+    const auto now = std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(now - std::exchange(last_, now)).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 struct NoHook {
   template <class... A>
   void operator()(A&&...) const noexcept {}
@@ -121,7 +148,15 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
   std::size_t reached = 0;  // the steps this worker had taken when its last epoch ended
   bool trained = false;     // it began an epoch (a run that finishes without it then is its failure)
   int failed_setups = 0;    // epochs in a row whose connections could not be set up
+  train_detail::Lap lap;
+  EpochStart began;     // how the epoch being begun began (summed over those that failed before a round end)
+  bool timed = true;    // the last epoch reached a round end: the next one is timed from its end
   for (;;) {
+    if (std::exchange(timed, false)) {
+      began = {};
+      began.since_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      (void)lap();
+    }
     Epoch epoch;
     try {
       epoch = member.next_epoch(after, o.epoch_timeout);
@@ -132,6 +167,8 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
     }
     after = epoch.number;
     ++result.epochs;
+    began.epoch = epoch.number;
+    began.formed += lap();
     std::vector<std::pair<std::int64_t, std::string>> held;
     for (const auto& s : snapshots.held()) held.emplace_back(static_cast<std::int64_t>(s.round), train_detail::position_of(s));
     try {
@@ -140,6 +177,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       continue;
     }
     trained = true;
+    began.agreed += lap();
     Snapshots::Plan plan{};
     plan.epoch = epoch.number;
     if (epoch.round) {
@@ -166,7 +204,9 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       try {
         connected.emplace(g, member.shared_store(), abort);
         failed_setups = 0;
+        began.connected += lap();
       } catch (const CommunicationError& e) {  // most often a member lost while it connected
+        began.connected += lap();
         result.losses.emplace_back(e.what());
         if (member.replaced(epoch.number)) continue;  // (its peers had moved on: not this worker's failure)
         if (++failed_setups >= train_detail::kMaxFailedSetups) throw;
@@ -200,6 +240,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       // Every member, a newcomer too, holds the state it continues from: a loss before the
       // first round end of this epoch continues from there again, not from step 0.
       if (from) opt->save(*model, snapshots);
+      began.continued += lap();
       bool ended_epoch = false, asked = false;
       while (opt->steps_taken() < opt->info().total_steps) {
         member.check();
@@ -207,6 +248,11 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
         reached = opt->steps_taken();
         if (!opt->round_ended()) continue;
         const std::size_t round = opt->last_round().round + 1;  // rounds completed, as the log counts them
+        if (!timed) {
+          began.first_round += lap();
+          result.starts.push_back(began);
+          timed = true;
+        }
         on_round(opt->last_round(), epoch, *model);
         const bool scripted = o.script.count(round) > 0 || o.leave_after_round == std::optional<std::size_t>(round);
         const bool agreed = opt->checkpoint_agreed();  // (save() takes it)

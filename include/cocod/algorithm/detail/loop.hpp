@@ -15,6 +15,7 @@
 #include "cocod/data/sampler.hpp"
 #include "cocod/report.hpp"
 #include "cocod/schedule/fixed.hpp"
+#include "cocod/stop.hpp"
 
 namespace cocod::detail {
 
@@ -42,6 +43,7 @@ class Loop {
     batch_.reserve(reserve);
     batch_.assign(plan.batch_size, 0);
     pos_ = Position{};
+    progress_ = Progress{0.0, 0, info.steps_per_epoch};
   }
   [[nodiscard]] Position& pos() noexcept { return pos_; }
   [[nodiscard]] const Position& pos() const noexcept { return pos_; }
@@ -49,9 +51,11 @@ class Loop {
   [[nodiscard]] const schedule::Plan& plan() const noexcept { return plan_; }
 
   void set_length(std::size_t total_steps) noexcept { pos_.total_steps = info_.total_steps = total_steps; }
-  [[nodiscard]] double epochs() const noexcept {
-    return info_.steps_per_epoch > 0 ? static_cast<double>(pos_.step) / info_.steps_per_epoch : 0.0;
-  }
+  /// The passes over the data done (counted from the run's last change of workers on).
+  [[nodiscard]] double epochs() const noexcept { return progress_.passes(pos_.step); }
+  [[nodiscard]] const Progress& progress() const noexcept { return progress_; }
+  /// A run that continues at step s from `p` (another run's progress, a checkpoint's).
+  void continue_from(const Progress& p, std::size_t s) noexcept { progress_ = p.continued(s, info_.steps_per_epoch); }
   /// The plan in force from now on (at a round boundary, the same on every worker).
   void apply(const schedule::Plan& p) {
     plan_ = p;
@@ -112,6 +116,19 @@ class Loop {
       apply(p);
     }
   }
+  /// The passes done and where they are counted from (section "progress").
+  template <class Archive>
+  void serialize_progress(Archive& a) {
+    serialize_progress(a, progress_);
+  }
+  template <class Archive>
+  static void serialize_progress(Archive& a, Progress& p) {
+    a("done", p.done);
+    a("step", p.step);
+    a("steps_per_epoch", p.steps_per_epoch);
+    if constexpr (!Archive::saving)
+      if (!(p.done >= 0.0) || !(p.steps_per_epoch > 0.0)) a.fail("done", "and steps_per_epoch are not a run's progress (corrupt)");
+  }
   template <class Archive>
   void serialize_sampler(Archive& a) {
     sampler_.serialize(a);
@@ -119,6 +136,7 @@ class Loop {
 
  private:
   Position pos_{};
+  Progress progress_{};
   schedule::Plan plan_{};
   RunInfo info_{};
   std::size_t samples_ = 0;

@@ -3,10 +3,11 @@
 #error "cocod/checkpoint/detail/state.hpp is internal: include <cocod/checkpoint.hpp>"
 #endif
 // What one worker's checkpoint file holds, in a fixed order of sections: the header, the
-// settings the run must share, then each part's run state (the position, the sampler, the local
-// update, the schedule's window, the votes, the guard, the report, every exchange by its name,
-// the algorithm's own state, the parameters, and the model's own state), each part naming its
-// fields in one serialize() that both saves and restores it.
+// settings the run must share, then each part's run state (the position, the progress through
+// the data, the sampler, the local update, the schedule's window, the votes, the guard, the
+// report, every exchange by its name, the algorithm's own state, the parameters, and the
+// model's own state), each part naming its fields in one serialize() that both saves and
+// restores it.
 #include <cstddef>
 #include <set>
 #include <span>
@@ -43,13 +44,14 @@ class State {
     return std::move(a).finish();
   }
   /// The part of this worker's file that a member of a new elastic epoch reads (a snapshot kept
-  /// in memory at a round end): the header, the settings, the local update's state, the
+  /// in memory at a round end): the header, the settings, the progress, the local update's state, the
   /// parameters, the model's own state and the algorithm's carried state (section "carried",
   /// load_own()). Nothing in flight is waited for: no exchange is in it.
   template <class Model>
   std::vector<std::byte> save_own(Model& model, Span x) {
     cocod::detail::SaveArchive a;
     head(a, x);
+    cocod::detail::section(a, "progress", [&](auto& f) { run_.loop().serialize_progress(f); });
     cocod::detail::section(a, "update", [&](auto& f) { update(f); });
     cocod::detail::section(a, "parameters", [&](auto& f) { f.span("x", x); });
     model_part(a, model);
@@ -61,6 +63,14 @@ class State {
   void load(const FileReader& file, Model& model, Span x) {
     cocod::detail::LoadArchive a(file);
     parts(a, model, x);
+  }
+  /// How far the run of `file` had come through its data (section "progress"), where the
+  /// resume begins the run from.
+  static Progress progress(const FileReader& file) {
+    Progress p;
+    cocod::detail::LoadArchive a(file);
+    cocod::detail::section(a, "progress", [&](auto& f) { cocod::detail::Loop::serialize_progress(f, p); });
+    return p;
   }
   /// Restores only what a member of a new elastic epoch keeps, from a file that fits this run
   /// (save_own()'s), in a run just begun: the local update's state (its momentum or
@@ -119,6 +129,7 @@ class State {
   void parts(Archive& a, Model& model, Span x) {
     using cocod::detail::section;
     section(a, "position", [&](auto& f) { run_.loop().serialize_position(f); });
+    section(a, "progress", [&](auto& f) { run_.loop().serialize_progress(f); });
     section(a, "sampler", [&](auto& f) { run_.loop().serialize_sampler(f); });
     section(a, "update", [&](auto& f) { update(f); });
     section(a, "window", [&](auto& f) { run_.window().serialize(f); });

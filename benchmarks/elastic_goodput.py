@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Goodput under failures: one run of an example on 4 worker processes on loopback, in which a
+random worker is killed (SIGKILL) every T seconds, against the same run undisturbed; an elastic
+run (a coordinator, a replacement started at each kill) against checkpoint-restart (a fixed
+comm::Gloo run that writes a checkpoint every --checkpoint-every rounds, and after each kill is
+started again, all 4 workers, from the newest checkpoint).
+
+goodput = the undisturbed run's wall time / the disturbed run's, for the same passes over the
+data: the useful work per second against the undisturbed rate (a membership change keeps the
+passes the run promised, so both do the same work). Each run's final metric (test accuracy) is
+printed against the undisturbed one's.
+
+usage: elastic_goodput.py EXAMPLE COORDINATOR WORKDIR [--every 10,30,60,120] [--epochs E]
+                          [--seed S] [--checkpoint-every R] [--csv FILE] [-- EXAMPLE ARGS...]
+"""
+import argparse
+import csv
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+WORKERS = 4
+DEADLINE = 3600  # seconds one run may take
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def metric(text):
+    m = re.findall(r"^test_accuracy ([0-9.]+)$", text, re.M)
+    return float(m[-1]) if m else None
+
+
+class Procs:
+    """The worker processes of one run, each with its output file."""
+
+    def __init__(self, folder):
+        self.folder, self.all = folder, []
+
+    def start(self, cmd):
+        out = os.path.join(self.folder, "w%d.txt" % (len(self.all) + 1))
+        p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=subprocess.STDOUT)
+        p.out = out
+        self.all.append(p)
+        return p
+
+    def alive(self):
+        return [p for p in self.all if p.poll() is None]
+
+    def text(self, p):
+        with open(p.out) as f:
+            return f.read()
+
+    def stop_all(self):
+        for p in self.all:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def elastic_run(args, folder, every, rng):
+    """An elastic run; a kill (and a replacement) every `every` seconds (0: none). Returns
+    (wall seconds, metric, kills)."""
+    port = free_port()
+    log = open(os.path.join(folder, "coordinator.txt"), "w")
+    coordinator = subprocess.Popen([args.coordinator, "--bind", "127.0.0.1", "--port", str(port), "--min-workers", "2",
+                                    "--heartbeat-timeout", "2"], stdout=log, stderr=subprocess.STDOUT)
+    cmd = [args.example, "--comm", "elastic", "--coordinator", "127.0.0.1:%d" % port, "--hostname", "127.0.0.1",
+           "--epochs", str(args.epochs), "--no-progress"] + args.extra
+    procs = Procs(folder)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    for _ in range(WORKERS):
+        procs.start(cmd)
+    kills, next_kill = 0, t0 + every if every else None
+    try:
+        while True:
+            running = procs.alive()
+            if not running:
+                break
+            if time.monotonic() - t0 > DEADLINE:
+                raise RuntimeError("the elastic run took over %d s" % DEADLINE)
+            if next_kill and time.monotonic() >= next_kill:
+                victim = rng.choice(running)
+                victim.kill()
+                victim.killed = True
+                kills += 1
+                procs.start(cmd)  # the replacement
+                next_kill += every
+            time.sleep(0.01)
+        wall = time.monotonic() - t0
+    finally:
+        procs.stop_all()
+        coordinator.kill()
+        coordinator.wait()
+    values, failed = [], []
+    for p in procs.all:
+        if getattr(p, "killed", False):
+            continue
+        text = procs.text(p)
+        if p.returncode != 0:
+            failed.append("%s exited %d: %s" % (p.out, p.returncode, (text.strip().splitlines() or ["(no output)"])[-1][:200]))
+        if metric(text) is not None:
+            values.append(metric(text))
+    if failed or not values:
+        raise RuntimeError("the elastic run failed: " + "; ".join(failed or ["no worker printed test_accuracy"]))
+    return wall, values[0], kills
+
+
+def restart_run(args, folder, every, rng):
+    """Checkpoint-restart: comm::Gloo, 4 workers, a checkpoint every --checkpoint-every rounds;
+    after a kill the others end (their collective names the lost peer) and all 4 start again
+    with --resume. Returns (wall seconds, metric, kills)."""
+    ckpt = os.path.join(folder, "checkpoints")
+    procs = Procs(folder)
+    t0 = time.monotonic()
+    kills, next_kill = 0, t0 + every if every else None
+    while True:
+        port = free_port()
+        group = []
+        for r in range(WORKERS):
+            cmd = [args.example, "--comm", "gloo", "--workers", str(WORKERS), "--rank", str(r), "--store",
+                   "127.0.0.1:%d" % port, "--hostname", "127.0.0.1", "--epochs", str(args.epochs), "--no-progress",
+                   "--checkpoint", ckpt, "--checkpoint-every", str(args.checkpoint_every), "--resume"] + args.extra
+            if r == 0:
+                cmd.append("--serve-store")
+            group.append(procs.start(cmd))
+        killed = False
+        while any(p.poll() is None for p in group):
+            if time.monotonic() - t0 > DEADLINE:
+                procs.stop_all()
+                raise RuntimeError("the checkpoint-restart run took over %d s" % DEADLINE)
+            if not killed and next_kill and time.monotonic() >= next_kill:
+                victim = rng.choice([p for p in group if p.poll() is None])
+                victim.kill()
+                victim.killed = True
+                killed = True
+                kills += 1
+                next_kill += every
+                end = time.monotonic() + 30  # the others end on their own within about a second
+                while any(p.poll() is None for p in group) and time.monotonic() < end:
+                    time.sleep(0.01)
+                for p in group:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+            time.sleep(0.01)
+        if not killed:
+            bad = [p for p in group if p.returncode != 0]
+            if bad:
+                raise RuntimeError("the checkpoint-restart run failed: %s exited %d: %s" % (
+                    bad[0].out, bad[0].returncode, (procs.text(bad[0]).strip().splitlines() or ["(no output)"])[-1][:200]))
+            wall = time.monotonic() - t0
+            value = next((metric(procs.text(p)) for p in group if metric(procs.text(p)) is not None), None)
+            if value is None:
+                raise RuntimeError("the checkpoint-restart run printed no test_accuracy")
+            return wall, value, kills
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("example")
+    p.add_argument("coordinator")
+    p.add_argument("work")
+    p.add_argument("--every", default="10,30,60,120", help="seconds between two kills, one run per value")
+    p.add_argument("--epochs", default="40")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--checkpoint-every", type=int, default=10, help="rounds between two checkpoints (checkpoint-restart)")
+    p.add_argument("--csv", help="one row per run")
+    p.add_argument("extra", nargs="*", help="the example's own arguments (after --)")
+    args = p.parse_args()
+    args.work = os.path.abspath(args.work)
+    rng = random.Random(args.seed)
+    everys = [float(x) for x in args.every.split(",") if x]
+    rows = []
+
+    def one(kind, every):
+        folder = os.path.join(args.work, "%s-%g" % (kind, every))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        run = elastic_run if kind == "elastic" else restart_run
+        wall, value, kills = run(args, folder, every, rng)
+        shutil.rmtree(folder, ignore_errors=True)
+        rows.append({"method": kind, "every_s": every, "kills": kills, "wall_s": wall, "test_accuracy": value})
+        print("# %-18s kill every %5s s: %2d kills, %7.1f s, test accuracy %.4f" % (
+            kind, "%g" % every if every else "-", kills, wall, value), flush=True)
+
+    # undisturbed first (the base of both), then each T: checkpoint-restart and elastic side by side
+    one("restart", 0)
+    one("elastic", 0)
+    for every in everys:
+        one("restart", every)
+        one("elastic", every)
+    base = {r["method"]: r for r in rows if r["every_s"] == 0}
+    print("# goodput = the undisturbed run's wall time / this run's (the same passes over the data); the undisturbed")
+    print("# runs: comm::Gloo with checkpoints %.1f s (test accuracy %.4f), elastic %.1f s (%.4f)" % (
+        base["restart"]["wall_s"], base["restart"]["test_accuracy"], base["elastic"]["wall_s"], base["elastic"]["test_accuracy"]))
+    print("# %8s %8s %20s %20s %12s %12s" % ("kill/s", "kills", "goodput restart", "goodput elastic", "acc restart", "acc elastic"))
+    for every in everys:
+        r = next(x for x in rows if x["method"] == "restart" and x["every_s"] == every)
+        e = next(x for x in rows if x["method"] == "elastic" and x["every_s"] == every)
+        ref = base["restart"]["wall_s"]
+        print("  %8g %4d/%-3d %20.3f %20.3f %+11.2f %+11.2f" % (
+            every, r["kills"], e["kills"], ref / r["wall_s"], ref / e["wall_s"],
+            (r["test_accuracy"] - base["restart"]["test_accuracy"]) * 100, (e["test_accuracy"] - base["restart"]["test_accuracy"]) * 100))
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except RuntimeError as e:
+        print("elastic_goodput.py: %s" % e, file=sys.stderr)
+        sys.exit(1)
