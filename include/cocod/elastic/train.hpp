@@ -39,9 +39,11 @@
 #include "cocod/checkpoint.hpp"
 #include "cocod/comm/gloo.hpp"
 #include "cocod/elastic/membership.hpp"
+#include "cocod/elastic/result.hpp"
 #include "cocod/elastic/snapshots.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/elastic/detail/agreement.hpp"
+#include "cocod/elastic/detail/epoch_ends.hpp"
 #include "cocod/elastic/detail/train_options.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 #include "cocod/errors.hpp"
@@ -50,41 +52,6 @@
 #include "cocod/stop.hpp"
 
 namespace cocod::elastic {
-
-/// Where the time went between the end of a worker's epoch (or its start) and the first round
-/// end of its next epoch, in seconds of each phase, one after the other (an epoch that ended
-/// before its first round end, a set-up a loss cut short, adds its phases to the next one's).
-struct EpochStart {
-  std::int64_t epoch = 0;
-  double since_unix = 0.0;  ///< when the wait began (the epoch before ended: a loss, a switch), Unix time
-  double formed = 0.0;      ///< until the coordinator formed the epoch (of the survivors, the newcomers)
-  double agreed = 0.0;      ///< until it chose the round the epoch continues from (every member reported)
-  double connected = 0.0;   ///< the members' comm::Gloo set-up
-  double continued = 0.0;   ///< the trainer built, the settings agreed, the state of that round restored
-  double first_round = 0.0; ///< training to the epoch's first round end
-  [[nodiscard]] double total() const noexcept { return formed + agreed + connected + continued + first_round; }
-};
-
-/// What an elastic worker did: the final model and its report (both nullopt when it left by
-/// script or the run ended before it was admitted), how many epochs it took part in, and the
-/// coordinator's log when it ended.
-template <class Model>
-struct TrainResult {
-  std::optional<Model> model;
-  std::optional<Report> report;
-  std::int64_t epochs = 0;
-  std::string log;
-  /// The work the membership changes cost this worker: the steps it took again because an
-  /// epoch ended by a loss after the round the next one continued from: the steps it completed
-  /// after that round (the step during which the loss showed is lost too, and not counted).
-  std::size_t steps_redone = 0;
-  /// Why each of this worker's epochs that ended by a loss ended (what its collective raised:
-  /// a lost peer, a worker whose settings were refused, a stall on a member the coordinator
-  /// expelled).
-  std::vector<std::string> losses;
-  /// How each epoch of this worker that reached a round end began (EpochStart's phases).
-  std::vector<EpochStart> starts;
-};
 
 namespace train_detail {
 // An epoch whose connections cannot be set up is followed by another; the failure of this many
@@ -101,17 +68,6 @@ inline void leave_quietly(Member& member) noexcept {
   } catch (...) {  // (the coordinator gone: the error being thrown says more)
   }
 }
-// The seconds since the last call (the phases of EpochStart, one after the other).
-class Lap {
- public:
-  double operator()() {
-    const auto now = std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(now - std::exchange(last_, now)).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 struct NoHook {
   template <class... A>
   void operator()(A&&...) const noexcept {}
@@ -148,10 +104,13 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
   std::size_t reached = 0;  // the steps this worker had taken when its last epoch ended
   bool trained = false;     // it began an epoch (a run that finishes without it then is its failure)
   int failed_setups = 0;    // epochs in a row whose connections could not be set up
-  train_detail::Lap lap;
+  detail::Lap lap;
+  detail::Retired retired;          // the communicators of past epochs, closing
+  std::optional<comm::Gloo> last;   // the last epoch's (its only handle once its trainer is gone)
   EpochStart began;     // how the epoch being begun began (summed over those that failed before a round end)
   bool timed = true;    // the last epoch reached a round end: the next one is timed from its end
   for (;;) {
+    retired.add(last);  // (closed while the next epoch forms)
     if (std::exchange(timed, false)) {
       began = {};
       began.since_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -203,6 +162,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       std::optional<comm::Gloo> connected;
       try {
         connected.emplace(g, member.shared_store(), abort);
+        last = *connected;
         failed_setups = 0;
         began.connected += lap();
       } catch (const CommunicationError& e) {  // most often a member lost while it connected
