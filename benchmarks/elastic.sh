@@ -22,8 +22,9 @@
 #         (CoCoD-SGD, k = 8, EPOCHS epochs, default 60) on 4 workers, a random one killed every T
 #         seconds (EVERY, default 10,30,60,120), as an elastic run (a replacement started at each
 #         kill) and as checkpoint-restart (comm::Gloo with a checkpoint every 10 rounds, all
-#         workers started again from the newest after each kill); each run's wall time over the
-#         undisturbed one's and its final test accuracy (OUT/elastic-goodput.csv, .png).
+#         workers started again from the newest after each kill); goodput = each method's
+#         undisturbed wall time over its wall time with kills, and the final test accuracy
+#         (OUT/elastic-goodput.csv, .txt, .png).
 #
 #   benchmarks/elastic.sh [cost|demo|kills|goodput|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
@@ -203,14 +204,14 @@ if [ "$which" = goodput ] || [ "$which" = all ]; then
     python3 - "$out/elastic-goodput.csv" >"$work/goodput.dat" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-base = next(float(r["wall_s"]) for r in rows if r["method"] == "restart" and float(r["every_s"]) == 0)
+base = {r["method"]: float(r["wall_s"]) for r in rows if float(r["every_s"]) == 0}
 for every in sorted({float(r["every_s"]) for r in rows if float(r["every_s"]) > 0}):
-    g = {r["method"]: base / float(r["wall_s"]) for r in rows if float(r["every_s"]) == every}
+    g = {r["method"]: base[r["method"]] / float(r["wall_s"]) for r in rows if float(r["every_s"]) == every}
     print(every, g["restart"], g["elastic"])
 PY
     gnuplot -e "set terminal pngcairo size 900,540; set output '$out/elastic-goodput.png'; \
       set xlabel 'seconds between two kills'; set ylabel 'goodput (undisturbed wall time / wall time)'; set key bottom right; \
-      set yrange [0:1.05]; set logscale x; set xtics (10, 20, 30, 60, 120); set grid; \
+      set yrange [0:1.05]; set logscale x; set xrange [8:150]; set xtics (10, 20, 30, 60, 120); set grid; \
       plot '$work/goodput.dat' using 1:3 with linespoints lw 2 title 'elastic (cocod)', \
            '' using 1:2 with linespoints lw 2 title 'checkpoint-restart (every 10 rounds)', 0.95 with lines dt 2 title 'target at one kill a minute'" 2>/dev/null ||
       echo "# (gnuplot could not draw $out/elastic-goodput.png)"

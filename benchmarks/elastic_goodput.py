@@ -5,10 +5,10 @@ run (a coordinator, a replacement started at each kill) against checkpoint-resta
 comm::Gloo run that writes a checkpoint every --checkpoint-every rounds, and after each kill is
 started again, all 4 workers, from the newest checkpoint).
 
-goodput = the undisturbed run's wall time / the disturbed run's, for the same passes over the
-data: the useful work per second against the undisturbed rate (a membership change keeps the
-passes the run promised, so both do the same work). Each run's final metric (test accuracy) is
-printed against the undisturbed one's.
+goodput = a method's undisturbed wall time / its wall time with kills, for the same passes over
+the data: the useful work per second against the undisturbed rate (a membership change keeps
+the passes the run promised, so both do the same work). Each run's final test accuracy is
+printed against its method's undisturbed one.
 
 usage: elastic_goodput.py EXAMPLE COORDINATOR WORKDIR [--every 10,30,60,120] [--epochs E]
                           [--seed S] [--checkpoint-every R] [--csv FILE] [-- EXAMPLE ARGS...]
@@ -36,8 +36,19 @@ def free_port():
 
 
 def metric(text):
+    """The final test accuracy: an elastic worker's line "test_accuracy A", or the last column
+    of the results table the example prints for a fixed set of workers."""
     m = re.findall(r"^test_accuracy ([0-9.]+)$", text, re.M)
-    return float(m[-1]) if m else None
+    if m:
+        return float(m[-1])
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("# algorithm") and line.split()[-1] == "test_accuracy" and i + 1 < len(lines):
+            try:
+                return float(lines[i + 1].split()[-1])
+            except ValueError:
+                return None
+    return None
 
 
 class Procs:
@@ -89,6 +100,8 @@ def elastic_run(args, folder, every, rng):
                 break
             if time.monotonic() - t0 > DEADLINE:
                 raise RuntimeError("the elastic run took over %d s" % DEADLINE)
+            if next_kill and time.monotonic() >= next_kill and "the run finished" in open(log.name).read():
+                next_kill = None  # (training is over: the last epoch's rank 0 is printing the final metrics)
             if next_kill and time.monotonic() >= next_kill:
                 victim = rng.choice(running)
                 victim.kill()
@@ -176,8 +189,10 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--checkpoint-every", type=int, default=10, help="rounds between two checkpoints (checkpoint-restart)")
     p.add_argument("--csv", help="one row per run")
-    p.add_argument("extra", nargs="*", help="the example's own arguments (after --)")
-    args = p.parse_args()
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.extra = extra  # the example's own arguments (after --)
     args.work = os.path.abspath(args.work)
     rng = random.Random(args.seed)
     everys = [float(x) for x in args.every.split(",") if x]
@@ -188,8 +203,7 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
         run = elastic_run if kind == "elastic" else restart_run
-        wall, value, kills = run(args, folder, every, rng)
-        shutil.rmtree(folder, ignore_errors=True)
+        wall, value, kills = run(args, folder, every, rng)  # (its folder stays: the workers' and the coordinator's logs)
         rows.append({"method": kind, "every_s": every, "kills": kills, "wall_s": wall, "test_accuracy": value})
         print("# %-18s kill every %5s s: %2d kills, %7.1f s, test accuracy %.4f" % (
             kind, "%g" % every if every else "-", kills, wall, value), flush=True)
@@ -201,17 +215,20 @@ def main():
         one("restart", every)
         one("elastic", every)
     base = {r["method"]: r for r in rows if r["every_s"] == 0}
-    print("# goodput = the undisturbed run's wall time / this run's (the same passes over the data); the undisturbed")
-    print("# runs: comm::Gloo with checkpoints %.1f s (test accuracy %.4f), elastic %.1f s (%.4f)" % (
-        base["restart"]["wall_s"], base["restart"]["test_accuracy"], base["elastic"]["wall_s"], base["elastic"]["test_accuracy"]))
-    print("# %8s %8s %20s %20s %12s %12s" % ("kill/s", "kills", "goodput restart", "goodput elastic", "acc restart", "acc elastic"))
+    print("# goodput = the method's undisturbed wall time / its wall time with kills (the same passes over the data);")
+    print("# undisturbed: checkpoint-restart (comm::Gloo, a checkpoint every %d rounds) %.1f s, test accuracy %.4f;" % (
+        args.checkpoint_every, base["restart"]["wall_s"], base["restart"]["test_accuracy"]))
+    print("#              elastic %.1f s, test accuracy %.4f; accuracy: points against the method's undisturbed run" % (
+        base["elastic"]["wall_s"], base["elastic"]["test_accuracy"]))
+    print("# %7s %9s %10s %10s %10s %10s %9s %9s" % ("kill/s", "kills r/e", "wall rest.", "wall elas.", "gp restart",
+                                                    "gp elastic", "acc rest.", "acc elas."))
     for every in everys:
         r = next(x for x in rows if x["method"] == "restart" and x["every_s"] == every)
         e = next(x for x in rows if x["method"] == "elastic" and x["every_s"] == every)
-        ref = base["restart"]["wall_s"]
-        print("  %8g %4d/%-3d %20.3f %20.3f %+11.2f %+11.2f" % (
-            every, r["kills"], e["kills"], ref / r["wall_s"], ref / e["wall_s"],
-            (r["test_accuracy"] - base["restart"]["test_accuracy"]) * 100, (e["test_accuracy"] - base["restart"]["test_accuracy"]) * 100))
+        print("  %7g %4d/%-4d %10.1f %10.1f %10.3f %10.3f %+9.2f %+9.2f" % (
+            every, r["kills"], e["kills"], r["wall_s"], e["wall_s"], base["restart"]["wall_s"] / r["wall_s"],
+            base["elastic"]["wall_s"] / e["wall_s"], (r["test_accuracy"] - base["restart"]["test_accuracy"]) * 100,
+            (e["test_accuracy"] - base["elastic"]["test_accuracy"]) * 100))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))

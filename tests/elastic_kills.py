@@ -29,9 +29,9 @@ import time
 KINDS = ["random", "setup", "double", "replace", "stop"]
 # the phases of a recovery: the loss noticed (the kill -> the end of the epoch), then each phase
 # the workers print ("membership epoch N began ... after the wait for it (unix time T): ...")
-PHASES = ["noticed", "formed", "round agreed", "connected", "continued", "first round"]
+PHASES = ["noticed", "formed", "round agreed", "connected", "model made", "continued", "first round"]
 BEGAN = (r"membership epoch \d+ began [0-9.]+ s after the wait for it \(unix time ([0-9.]+)\): formed ([0-9.]+) s, "
-         r"round agreed ([0-9.]+) s, connected ([0-9.]+) s, continued ([0-9.]+) s, first round ([0-9.]+) s")
+         r"round agreed ([0-9.]+) s, connected ([0-9.]+) s, model made ([0-9.]+) s, continued ([0-9.]+) s, first round ([0-9.]+) s")
 DEADLINE = 90  # seconds a run may take
 
 

@@ -521,7 +521,7 @@ TEST_CASE("Epochs keeps the passes over the data it promised whatever the member
     for (std::size_t i = 0; i < starts.size(); ++i) {
       const auto& t = starts[i];
       if (i > 0) CHECK(t.epoch > starts[i - 1].epoch);
-      for (const double phase : {t.formed, t.agreed, t.connected, t.continued, t.first_round}) CHECK(phase >= 0.0);
+      for (const double phase : {t.formed, t.agreed, t.connected, t.made, t.continued, t.first_round}) CHECK(phase >= 0.0);
       CHECK(t.connected > 0.0);
       CHECK(t.total() < 20.0);
       if (i > 0) CHECK(t.since_unix >= starts[i - 1].since_unix + starts[i - 1].total());

@@ -93,9 +93,9 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
     if (result.steps_redone > 0) std::printf("# steps this worker took again after losses: %zu\n", result.steps_redone);
     for (const cocod::elastic::EpochStart& t : result.starts)  // where the time of each membership change went
       std::printf("# membership epoch %lld began %.3f s after the wait for it (unix time %.3f): formed %.3f s, round agreed "
-                  "%.3f s, connected %.3f s, continued %.3f s, first round %.3f s\n",
-                  static_cast<long long>(t.epoch), t.total(), t.since_unix, t.formed, t.agreed, t.connected, t.continued,
-                  t.first_round);
+                  "%.3f s, connected %.3f s, model made %.3f s, continued %.3f s, first round %.3f s\n",
+                  static_cast<long long>(t.epoch), t.total(), t.since_unix, t.formed, t.agreed, t.connected, t.made,
+                  t.continued, t.first_round);
     if (result.report->info.rank != 0) {  // every worker's final model, to compare
       std::printf("model digest %s: %s\n", display_name(key).c_str(), digest.c_str());
       return;

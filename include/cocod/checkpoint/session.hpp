@@ -74,8 +74,8 @@ class Session {
 
   /// Starts the run from the newest complete checkpoint: begin() starts it (so that the run's
   /// length, counted from the checkpoint's progress through the data, is known to the check),
-  /// the checkpoint is checked against the run, then every part is restored. Nothing to resume from, after begin(), when the store holds none. See
-  /// Trainer::resume().
+  /// the checkpoint is checked against the run, then every part is restored. Nothing to resume
+  /// from, after begin(), when the store holds none. See Trainer::resume().
   template <class Model>
   Resumed resume(Model& model, const cocod::detail::BeginAt& begin, ResumeOptions options) {
     auto& comm = run_.reducer().comm();

@@ -21,9 +21,10 @@ struct EpochStart {
   double formed = 0.0;      ///< until the coordinator formed the epoch (of the survivors, the newcomers)
   double agreed = 0.0;      ///< until it chose the round the epoch continues from (every member reported)
   double connected = 0.0;   ///< the members' comm::Gloo set-up
+  double made = 0.0;        ///< the model built for the epoch's rank and size: make(rank, workers)
   double continued = 0.0;   ///< the trainer built, the settings agreed, the state of that round restored
   double first_round = 0.0; ///< training to the epoch's first round end
-  [[nodiscard]] double total() const noexcept { return formed + agreed + connected + continued + first_round; }
+  [[nodiscard]] double total() const noexcept { return formed + agreed + connected + made + continued + first_round; }
 };
 
 /// What an elastic worker did: the final model and its report (both nullopt when it left by

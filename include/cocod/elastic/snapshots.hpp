@@ -5,8 +5,8 @@
 // membership epoch from round R of the plan the coordinator chose: x = the weighted average of
 // the continuing workers' models at R (weights renormalized over them: only a lost worker's
 // contribution goes), their step and round counters and passes over the data (an Epochs length
-// counts those still due at the new number of steps a pass); the data as the new workers shard it; each
-// worker keeps its own local update's state at R (its momentum or Adam moments) and what the
+// counts those still due at the new number of steps a pass); the data as the new workers shard
+// it; each worker keeps its own local update's state at R (its momentum or Adam moments) and what the
 // algorithm carries (its serialize_carried(): an outer or anchor momentum; a newcomer takes the
 // donor's); the rest of the algorithm's state (the exchanges in flight, the outer model, error
 // feedback), the sampler and the schedule's plan start anew, as a resume with
@@ -170,7 +170,7 @@ class Session {
       const auto s = (mine ? *mine : donor).fields("model").bytes("state");
       model.load_state(s);
     }
-    begin(state_.progress(donor), static_cast<std::size_t>(h.step));  // (the passes over the data the run promised: those still due)
+    begin(state_.progress(donor), static_cast<std::size_t>(h.step));  // (an Epochs length: the passes still due)
     state_.load_own(mine ? *mine : donor);  // its own momentum and carried state (a newcomer: the donor's)
     // Dropped only now (`mine` reads its bytes): a loss during begin() leaves this worker its
     // states, so that the next epoch still finds round R held (the members that got this far

@@ -177,6 +177,7 @@ auto train(Member& member, const TrainOptions& o, const Stop& stop, MakeModel&& 
       std::optional<Trainer> opt;  // (declared after the model: it goes first)
       model.reset();
       model.emplace(make(epoch.rank, epoch.size()));
+      began.made += lap();
       construct(opt, comm);
       Resumed from;
       try {

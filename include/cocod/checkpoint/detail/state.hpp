@@ -44,9 +44,9 @@ class State {
     return std::move(a).finish();
   }
   /// The part of this worker's file that a member of a new elastic epoch reads (a snapshot kept
-  /// in memory at a round end): the header, the settings, the progress, the local update's state, the
-  /// parameters, the model's own state and the algorithm's carried state (section "carried",
-  /// load_own()). Nothing in flight is waited for: no exchange is in it.
+  /// in memory at a round end): the header, the settings, the progress, the local update's
+  /// state, the parameters, the model's own state and the algorithm's carried state (section
+  /// "carried", load_own()). Nothing in flight is waited for: no exchange is in it.
   template <class Model>
   std::vector<std::byte> save_own(Model& model, Span x) {
     cocod::detail::SaveArchive a;
