@@ -3,11 +3,11 @@
 #error "cocod/checkpoint/detail/state.hpp is internal: include <cocod/checkpoint.hpp>"
 #endif
 // What one worker's checkpoint file holds, in a fixed order of sections: the header, the
-// settings the run must share, then each part's run state (the position, the progress through
-// the data, the sampler, the local update, the schedule's window, the votes, the guard, the
-// report, every exchange by its name, the algorithm's own state, the parameters, and the
-// model's own state), each part naming its fields in one serialize() that both saves and
-// restores it.
+// settings the run must share, the progress through the data (where a resume begins the run
+// from), then each part's run state (the position, the sampler, the local update, the
+// schedule's window, the votes, the guard, the report, every exchange by its name, the
+// algorithm's own state, the parameters, and the model's own state), each part naming its
+// fields in one serialize() that both saves and restores it.
 #include <cstddef>
 #include <set>
 #include <span>
@@ -51,7 +51,6 @@ class State {
   std::vector<std::byte> save_own(Model& model, Span x) {
     cocod::detail::SaveArchive a;
     head(a, x);
-    cocod::detail::section(a, "progress", [&](auto& f) { run_.loop().serialize_progress(f); });
     cocod::detail::section(a, "update", [&](auto& f) { update(f); });
     cocod::detail::section(a, "parameters", [&](auto& f) { f.span("x", x); });
     model_part(a, model);
@@ -109,6 +108,8 @@ class State {
     SettingsWriter writer(settings);
     each_setting(run_.options(), run_.update(), schedule(), settings_, writer);
     a.file().section("settings", settings);
+    // (read by progress() before the run begins, which takes it from there: no part reloads it)
+    cocod::detail::section(a, "progress", [&](auto& f) { run_.loop().serialize_progress(f); });
   }
   [[nodiscard]] ScheduleSettings schedule() const { return schedule_settings(run_.schedule(), run_.loop().pos().total_steps); }
   [[nodiscard]] Header header(std::size_t parameters) const {
@@ -129,7 +130,6 @@ class State {
   void parts(Archive& a, Model& model, Span x) {
     using cocod::detail::section;
     section(a, "position", [&](auto& f) { run_.loop().serialize_position(f); });
-    section(a, "progress", [&](auto& f) { run_.loop().serialize_progress(f); });
     section(a, "sampler", [&](auto& f) { run_.loop().serialize_sampler(f); });
     section(a, "update", [&](auto& f) { update(f); });
     section(a, "window", [&](auto& f) { run_.window().serialize(f); });
