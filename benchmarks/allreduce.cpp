@@ -79,10 +79,10 @@ int main(int argc, char** argv) {
   const int variants = with_gloo ? 4 : 3;
 #if defined(COCOD_HAS_GLOO)
   std::optional<cocod::comm::Gloo> gloo;
-  std::unique_ptr<cocod::comm::StoreServer> store;
+  std::unique_ptr<cocod::rendezvous::StoreServer> store;
   if (with_gloo) {
     int port = 0;
-    if (rank == 0) store = std::make_unique<cocod::comm::StoreServer>("127.0.0.1", 0), port = store->port();
+    if (rank == 0) store = std::make_unique<cocod::rendezvous::StoreServer>("127.0.0.1", 0), port = store->port();
     MPI_Bcast(&port, 1, MPI_INT, 0, MPI_COMM_WORLD);
     gloo.emplace(cocod::comm::GlooOptions{.store = "127.0.0.1:" + std::to_string(port), .rank = rank, .size = n,
                                           .hostname = "127.0.0.1"});

@@ -13,6 +13,7 @@
 #include "cocod/model/concepts.hpp"
 #include "cocod/model/parameter_pack.hpp"
 #include "cocod/model/function_model.hpp"
+#include "cocod/model/digest.hpp"
 
 #include "cocod/backend/backend.hpp"
 #include "cocod/compress/format.hpp"
@@ -44,8 +45,6 @@
 #include "cocod/callbacks/early_stop.hpp"
 
 #include "cocod/trace/timeline.hpp"
-
-#include "cocod/checkpoint/digest.hpp"
 
 #include "cocod/algorithm/reduced.hpp"
 #include "cocod/algorithm/operations.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 namespace {
-namespace tcp = cocod::comm::tcp;
+namespace tcp = cocod::rendezvous::tcp;
 namespace protocol = cocod::elastic::protocol;
 using cocod::comm::StoreOptions;
 using cocod::comm::StoreServer;

@@ -1,7 +1,7 @@
 // cocod-coordinator: the rendezvous store and membership keeper of an elastic run (workers
 // started with --comm elastic --coordinator HOST:PORT). Prints the membership log as it grows;
 // ends on SIGINT or SIGTERM.
-#include <cocod/comm/token.hpp>
+#include <cocod/rendezvous/token.hpp>
 #include <cocod/elastic/coordinator.hpp>
 
 #include <CLI/CLI.hpp>
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   try {
     app.parse(argc, argv);
-    o.token = cocod::comm::run_token(token_file);
+    o.token = cocod::rendezvous::run_token(token_file);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::invalid_argument& e) {

@@ -12,7 +12,7 @@
 
 #include <netdb.h>
 
-#include <cocod/comm/token.hpp>
+#include <cocod/rendezvous/token.hpp>
 
 #include "cli.hpp"
 #include "variant.hpp"
@@ -592,7 +592,7 @@ inline Args Cli::settings() const {
   }
   if (a.comm == "gloo" || a.comm == "elastic") {
     try {
-      a.token = cocod::comm::run_token(text_.token_file);
+      a.token = cocod::rendezvous::run_token(text_.token_file);
     } catch (const std::invalid_argument& e) {
       cli::refuse(program_, std::string("--token-file: ") + e.what());
     }

@@ -10,4 +10,4 @@
 #include "cocod/checkpoint/manifest.hpp"
 #include "cocod/checkpoint/store.hpp"
 #include "cocod/checkpoint/session.hpp"
-#include "cocod/callbacks/checkpoint.hpp"
+#include "cocod/checkpoint/callback.hpp"

@@ -22,7 +22,7 @@
 #include "fuzz_common.hpp"
 
 namespace {
-namespace tcp = cocod::comm::tcp;
+namespace tcp = cocod::rendezvous::tcp;
 namespace protocol = cocod::elastic::protocol;
 using cocod_fuzz::finding;
 

@@ -26,8 +26,8 @@
 #include "cocod/backend/device_span.hpp"
 #include "cocod/backend/scalar.hpp"
 #include "cocod/comm/communicator.hpp"
-#include "cocod/comm/store_server.hpp"
-#include "cocod/comm/tcp_store.hpp"
+#include "cocod/rendezvous/store_server.hpp"
+#include "cocod/rendezvous/tcp_store.hpp"
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/comm/detail/byte_blocks.hpp"
@@ -56,15 +56,15 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
   /// store or the peers cannot be reached within options.connect_timeout.
   explicit Gloo(const GlooOptions& options) {
     const GlooOptions o = gloo_detail::checked(options);
-    const auto address = tcp::parse_address(o.store, "cocod::comm::GlooOptions: store");
-    if (o.serve_store && o.rank == 0) server_ = std::make_shared<StoreServer>("", address.port, StoreOptions{.token = o.token});
-    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<TcpStore>(o.store, o.connect_timeout, o.token), nullptr);
+    const auto address = rendezvous::tcp::parse_address(o.store, "cocod::comm::GlooOptions: store");
+    if (o.serve_store && o.rank == 0) server_ = std::make_shared<rendezvous::StoreServer>("", address.port, rendezvous::StoreOptions{.token = o.token});
+    engine_ = std::make_shared<gloo_detail::Engine>(o, std::make_shared<rendezvous::TcpStore>(o.store, o.connect_timeout, o.token), nullptr);
   }
   /// The same over a connection to the store that the caller already holds (an elastic worker's,
   /// one per process rather than one per communicator); options.store and serve_store are not used.
   /// `abort`, when given, ends it from another thread, the connection set-up included (which
   /// then throws cocod::Aborted).
-  Gloo(const GlooOptions& options, std::shared_ptr<TcpStore> store, std::shared_ptr<GlooAbort> abort = nullptr) {
+  Gloo(const GlooOptions& options, std::shared_ptr<rendezvous::TcpStore> store, std::shared_ptr<GlooAbort> abort = nullptr) {
     GlooOptions o = options;
     o.store = store ? store->address() : std::string();
     o.serve_store = false;
@@ -80,7 +80,7 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
     requires std::is_invocable_v<F&, Gloo>
   static int run(const GlooOptions& options, F&& fn) {
     std::shared_ptr<gloo_detail::Engine> engine;
-    std::shared_ptr<StoreServer> server;
+    std::shared_ptr<rendezvous::StoreServer> server;
     // A failure: the peers read its message from the store when their collectives fail, which
     // they do once this rank's connections close (now, not at the stall timeout); a store served
     // here stays up a moment longer for them to read it.
@@ -112,7 +112,7 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
   [[nodiscard]] int size() const noexcept { return engine_->size(); }
   [[nodiscard]] const GlooOptions& options() const noexcept { return engine_->options(); }
   /// The rendezvous store this worker uses (shared with the communication thread).
-  [[nodiscard]] TcpStore& store() noexcept { return engine_->store(); }
+  [[nodiscard]] rendezvous::TcpStore& store() noexcept { return engine_->store(); }
 
   template <Scalar T>
   void broadcast(std::span<T> buffer, int root) {
@@ -172,7 +172,7 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
     std::fflush(stderr);
   }
 
-  std::shared_ptr<StoreServer> server_;  // rank 0 with serve_store; declared first, destroyed last
+  std::shared_ptr<rendezvous::StoreServer> server_;  // rank 0 with serve_store; declared first, destroyed last
   std::shared_ptr<gloo_detail::Engine> engine_;
 };
 

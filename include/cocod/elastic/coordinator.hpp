@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "cocod/comm/store_server.hpp"
+#include "cocod/rendezvous/store_server.hpp"
 #include "cocod/elastic/protocol.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/elastic/detail/coordinator_options.hpp"
@@ -43,7 +43,7 @@ class Coordinator {
  public:
   explicit Coordinator(CoordinatorOptions options)
       : options_(detail::checked(std::move(options))), keys_{options_.prefix}, server_(options_.bind, options_.port, detail::store_options(options_)) {
-    server_.set_guard([this](comm::StoreServer::Client& c, const comm::tcp::Request& r, const comm::StoreServer::Values& v) {
+    server_.set_guard([this](rendezvous::StoreServer::Client& c, const rendezvous::tcp::Request& r, const rendezvous::StoreServer::Values& v) {
       return guard_(c, r, v);
     });
     thread_ = std::thread([this] { loop(); });
@@ -78,7 +78,7 @@ class Coordinator {
     bool gone = false;  // closed, or expelled
   };
 
-  using Values = comm::StoreServer::Values;
+  using Values = rendezvous::StoreServer::Values;
   using Field = protocol::WorkerField;
 
   static std::string text(const Values& all, const std::string& k) {
@@ -123,7 +123,7 @@ class Coordinator {
       Worker& w = workers_[name.worker];
       if (w.gone) continue;
       if (w.last_beat == Clock::time_point{}) w.last_beat = last_join_ = now;  // first seen: a timeout's grace
-      if (const std::int64_t beats = comm::tcp::value_int(value); beats != w.beats) w.beats = beats, w.last_beat = now;
+      if (const std::int64_t beats = rendezvous::tcp::value_int(value); beats != w.beats) w.beats = beats, w.last_beat = now;
     }
     std::size_t alive = 0;
     for (auto& [id, w] : workers_) {
@@ -225,7 +225,7 @@ class Coordinator {
       if (!w.gone && w.beats >= 0 && std::find(members_.begin(), members_.end(), id) == members_.end()) waiting.push_back(id);
     if (static_cast<std::int64_t>(waiting.size()) != published_waiting_) {
       published_waiting_ = waiting_count_ = static_cast<std::int64_t>(waiting.size());
-      server_.assign(keys_.waiting(), comm::tcp::int_value(published_waiting_));
+      server_.assign(keys_.waiting(), rendezvous::tcp::int_value(published_waiting_));
     }
     return waiting;
   }
@@ -252,13 +252,13 @@ class Coordinator {
 
   static std::int64_t value_int(const std::map<std::string, std::vector<char>>& all, const std::string& k) {
     const auto it = all.find(k);
-    return it == all.end() ? -1 : comm::tcp::value_int(it->second);
+    return it == all.end() ? -1 : rendezvous::tcp::value_int(it->second);
   }
 
   static constexpr std::size_t kLogLines = 1000;
   CoordinatorOptions options_;
   protocol::Keys keys_;
-  comm::StoreServer server_;
+  rendezvous::StoreServer server_;
   detail::Guard guard_{keys_};
   mutable std::mutex mutex_;
   std::vector<std::string> log_;

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "cocod/comm/tcp_store.hpp"
+#include "cocod/rendezvous/tcp_store.hpp"
 #include "cocod/elastic/protocol.hpp"
 #include "cocod/errors.hpp"
 
@@ -78,8 +78,8 @@ class Member {
   explicit Member(MemberOptions options)
       : options_(std::move(options)),
         keys_{options_.prefix},
-        store_(std::make_shared<comm::TcpStore>(options_.coordinator, options_.connect_timeout, options_.token)),
-        heart_(std::make_unique<comm::TcpStore>(options_.coordinator, options_.connect_timeout, options_.token)) {
+        store_(std::make_shared<rendezvous::TcpStore>(options_.coordinator, options_.connect_timeout, options_.token)),
+        heart_(std::make_unique<rendezvous::TcpStore>(options_.coordinator, options_.connect_timeout, options_.token)) {
     id_ = store_->add(keys_.next_id(), 1);
     const std::string secret = new_secret();  // (both connections speak for this worker)
     heart_->claim(keys_.worker(id_), secret);
@@ -100,8 +100,8 @@ class Member {
   }
 
   [[nodiscard]] std::int64_t id() const noexcept { return id_; }
-  [[nodiscard]] comm::TcpStore& store() noexcept { return *store_; }
-  [[nodiscard]] std::shared_ptr<comm::TcpStore> shared_store() const noexcept { return store_; }
+  [[nodiscard]] rendezvous::TcpStore& store() noexcept { return *store_; }
+  [[nodiscard]] std::shared_ptr<rendezvous::TcpStore> shared_store() const noexcept { return store_; }
   /// The keys of epoch `e`'s comm::Gloo context in this run's store (GlooOptions::prefix).
   [[nodiscard]] std::string gloo_prefix(std::int64_t e) const { return keys_.gloo(e); }
 
@@ -189,7 +189,7 @@ class Member {
   }
 
  private:
-  static std::int64_t value(const std::optional<std::vector<char>>& v) { return v ? comm::tcp::value_int(*v) : 0; }
+  static std::int64_t value(const std::optional<std::vector<char>>& v) { return v ? rendezvous::tcp::value_int(*v) : 0; }
   static std::string new_secret() {
     std::random_device entropy;
     std::string secret(protocol::kSecretBytes, '\0');
@@ -203,7 +203,7 @@ class Member {
     return std::move(*v);
   }
   // The latest epoch the coordinator formed (0: none yet).
-  std::int64_t newest(comm::TcpStore& store) const {
+  std::int64_t newest(rendezvous::TcpStore& store) const {
     auto v = store.try_get(keys_.epoch());
     if (!v) return 0;
     const std::string text(v->begin(), v->end());
@@ -256,8 +256,8 @@ class Member {
 
   MemberOptions options_;
   protocol::Keys keys_;
-  std::shared_ptr<comm::TcpStore> store_;
-  std::unique_ptr<comm::TcpStore> heart_;  // its own connection: the coordinator watches it
+  std::shared_ptr<rendezvous::TcpStore> store_;
+  std::unique_ptr<rendezvous::TcpStore> heart_;  // its own connection: the coordinator watches it
   std::int64_t id_ = 0;
   std::mutex mutex_;
   std::condition_variable cv_;

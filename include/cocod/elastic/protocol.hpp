@@ -25,7 +25,7 @@
 #include <vector>
 
 #define COCOD_INTERNAL_INCLUDE
-#include "cocod/comm/detail/tcp/messages.hpp"
+#include "cocod/rendezvous/detail/messages.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::elastic::protocol {
@@ -98,7 +98,7 @@ struct KeyName {
     out.kind = head == "next_id" ? Kind::next_id : Kind::coordinators;  // epoch, finished, waiting, log, or another
     return out;
   }
-  const auto id = comm::tcp::parse_count(next_part(key));
+  const auto id = rendezvous::tcp::parse_count(next_part(key));
   if (!id || *id == 0) {
     out.kind = Kind::coordinators;
     return out;
@@ -123,7 +123,7 @@ struct KeyName {
   out.epoch = *id;
   const std::string_view what = next_part(key);
   if (what == "held") {
-    if (const auto w = comm::tcp::parse_count(key); w && *w > 0) out.kind = Kind::epoch_held, out.worker = *w;
+    if (const auto w = rendezvous::tcp::parse_count(key); w && *w > 0) out.kind = Kind::epoch_held, out.worker = *w;
   } else if (what == "switch" && key.empty()) {
     out.kind = Kind::epoch_switch;
   } else if (what == "gloo") {
@@ -145,7 +145,7 @@ struct KeyName {
   std::vector<std::int64_t> ids;
   while (!text.empty()) {
     const auto comma = text.find(',');
-    const auto id = comm::tcp::parse_count(text.substr(0, comma));
+    const auto id = rendezvous::tcp::parse_count(text.substr(0, comma));
     if (!id || *id == 0 || ids.size() >= kMaxWorkers) return std::nullopt;
     ids.push_back(*id);
     if (comma == std::string_view::npos) break;
@@ -186,7 +186,7 @@ struct Held {
     text.remove_prefix(item.size());
     const auto colon = item.find(':');
     if (colon == std::string_view::npos) return std::nullopt;
-    const auto round = comm::tcp::parse_count(item.substr(0, colon));
+    const auto round = rendezvous::tcp::parse_count(item.substr(0, colon));
     const std::string_view position = item.substr(colon + 1);
     if (!round || position.empty() || position.size() > kMaxPosition) return std::nullopt;
     for (char c : position)
@@ -218,8 +218,8 @@ struct Start {
   text.remove_prefix(6);
   const auto space = text.find(" donor ");
   if (space == std::string_view::npos) return std::nullopt;
-  const auto round = comm::tcp::parse_count(text.substr(0, space));
-  const auto donor = comm::tcp::parse_count(text.substr(space + 7));
+  const auto round = rendezvous::tcp::parse_count(text.substr(0, space));
+  const auto donor = rendezvous::tcp::parse_count(text.substr(space + 7));
   if (!round || !donor || *donor == 0) return std::nullopt;
   s.round = *round;
   s.donor = *donor;
@@ -227,6 +227,6 @@ struct Start {
 }
 
 /// epoch: the number, as decimal text.
-[[nodiscard]] inline std::optional<std::int64_t> parse_epoch(std::string_view text) { return comm::tcp::parse_count(text); }
+[[nodiscard]] inline std::optional<std::int64_t> parse_epoch(std::string_view text) { return rendezvous::tcp::parse_count(text); }
 
 }  // namespace cocod::elastic::protocol

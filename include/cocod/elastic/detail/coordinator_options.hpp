@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "cocod/comm/store_server.hpp"
+#include "cocod/rendezvous/store_server.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::elastic {
@@ -29,7 +29,7 @@ struct CoordinatorOptions {
   /// is disconnected. Empty: any client that reaches the port is served (a trusted network only).
   std::string token{};
   /// The store's bounds (its token is `token`).
-  comm::StoreOptions store{};
+  rendezvous::StoreOptions store{};
 };
 
 namespace detail {
@@ -40,8 +40,8 @@ inline CoordinatorOptions checked(CoordinatorOptions o) {
   if (o.prefix.empty() || o.prefix.back() != '/') invalid_setting("cocod::elastic::CoordinatorOptions", "prefix", "must end with '/'", o.prefix);
   return o;
 }
-inline comm::StoreOptions store_options(const CoordinatorOptions& o) {
-  comm::StoreOptions s = o.store;
+inline rendezvous::StoreOptions store_options(const CoordinatorOptions& o) {
+  rendezvous::StoreOptions s = o.store;
   s.token = o.token;
   return s;
 }

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "cocod/comm/store_server.hpp"
+#include "cocod/rendezvous/store_server.hpp"
 #include "cocod/elastic/protocol.hpp"
 
 namespace cocod::elastic::detail {
@@ -26,14 +26,14 @@ struct Guard {
 
   /// Why the request is refused, or an empty string. The store calls it under its lock, one
   /// request at a time: the secrets need no lock of their own.
-  std::string operator()(comm::StoreServer::Client& client, const comm::tcp::Request& r, const comm::StoreServer::Values& values) {
+  std::string operator()(rendezvous::StoreServer::Client& client, const rendezvous::tcp::Request& r, const rendezvous::StoreServer::Values& values) {
     using Kind = protocol::KeyName::Kind;
-    using comm::tcp::Verb;
+    using rendezvous::tcp::Verb;
     if (r.verb == Verb::get || r.verb == Verb::try_get || r.verb == Verb::wait) return {};
     const protocol::KeyName k = protocol::parse_key(keys, r.key);
     const auto next_id = [&] {
       const auto it = values.find(keys.next_id());
-      return it == values.end() ? std::int64_t{0} : comm::tcp::value_int(it->second);
+      return it == values.end() ? std::int64_t{0} : rendezvous::tcp::value_int(it->second);
     };
     if (r.verb == Verb::claim) {
       if (k.kind != Kind::worker) return "only a worker's own key can be claimed";
@@ -47,7 +47,7 @@ struct Guard {
     const auto not_its = [&] { return "'" + r.key + "' is not this client's to write"; };
     switch (k.kind) {
       case Kind::next_id:
-        if (r.verb != Verb::add || comm::tcp::value_int(r.value) != 1) return "a worker joins by adding 1";
+        if (r.verb != Verb::add || rendezvous::tcp::value_int(r.value) != 1) return "a worker joins by adding 1";
         if (alive.load() >= protocol::kMaxWorkers) return "the run has " + std::to_string(protocol::kMaxWorkers) + " workers";
         if (next_id() >= protocol::kMaxIds)
           return "the run handed out its " + std::to_string(protocol::kMaxIds) + " worker ids (start a new run)";

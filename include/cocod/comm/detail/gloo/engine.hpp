@@ -37,7 +37,7 @@
 #include "cocod/comm/detail/rank_order.hpp"
 #include "cocod/comm/detail/thread_start.hpp"
 #include "cocod/comm/detail/ticket_ring.hpp"
-#include "cocod/comm/tcp_store.hpp"
+#include "cocod/rendezvous/tcp_store.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::comm::gloo_detail {
@@ -61,7 +61,7 @@ class Engine {
   using Queue = comm::detail::CollectiveQueue<Collective>;
 
  public:
-  Engine(const GlooOptions& options, std::shared_ptr<TcpStore> store, std::shared_ptr<GlooAbort> abort)
+  Engine(const GlooOptions& options, std::shared_ptr<rendezvous::TcpStore> store, std::shared_ptr<GlooAbort> abort)
       : options_(options),
         store_(std::move(store)),
         abort_(abort ? std::move(abort) : std::make_shared<GlooAbort>()),
@@ -84,7 +84,7 @@ class Engine {
   [[nodiscard]] int rank() const noexcept { return options_.rank; }
   [[nodiscard]] int size() const noexcept { return options_.size; }
   [[nodiscard]] const GlooOptions& options() const noexcept { return options_; }
-  [[nodiscard]] TcpStore& store() noexcept { return *store_; }
+  [[nodiscard]] rendezvous::TcpStore& store() noexcept { return *store_; }
 
   std::uint64_t post(const Collective& c) { return queue_.post(c, "cocod::comm::Gloo"); }
   Clock::time_point wait(std::uint64_t ticket) { return queue_.wait(ticket); }
@@ -248,7 +248,7 @@ class Engine {
   }
 
   GlooOptions options_;
-  std::shared_ptr<TcpStore> store_;
+  std::shared_ptr<rendezvous::TcpStore> store_;
   std::shared_ptr<GlooAbort> abort_;  // ends it from any thread (abort())
   std::shared_ptr<::gloo::Context> context_;
   std::vector<Header> headers_;

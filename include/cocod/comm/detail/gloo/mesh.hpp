@@ -21,7 +21,7 @@
 
 #include "cocod/comm/detail/gloo/abort.hpp"
 #include "cocod/comm/detail/gloo/options.hpp"
-#include "cocod/comm/tcp_store.hpp"
+#include "cocod/rendezvous/tcp_store.hpp"
 #include "cocod/errors.hpp"
 
 namespace cocod::comm::gloo_detail {
@@ -42,7 +42,7 @@ struct Mesh : ::gloo::Context {
   }
 };
 
-inline std::shared_ptr<::gloo::Context> connect_pairs(const GlooOptions& o, TcpStore& store, GlooAbort& abort,
+inline std::shared_ptr<::gloo::Context> connect_pairs(const GlooOptions& o, rendezvous::TcpStore& store, GlooAbort& abort,
                                                       std::shared_ptr<::gloo::transport::Device> device) {
   using Clock = std::chrono::steady_clock;
   std::shared_ptr<::gloo::transport::Context> pairs = device->createContext(o.rank, o.size);
@@ -72,7 +72,7 @@ inline std::shared_ptr<::gloo::Context> connect_pairs(const GlooOptions& o, TcpS
 
 /// The connected context; throws cocod::Aborted when `abort` ended it, CommunicationError when a
 /// peer could not be reached (naming the store and the timeout).
-inline std::shared_ptr<::gloo::Context> connect_mesh(const GlooOptions& o, TcpStore& store, GlooAbort& abort) {
+inline std::shared_ptr<::gloo::Context> connect_mesh(const GlooOptions& o, rendezvous::TcpStore& store, GlooAbort& abort) {
   ::gloo::transport::tcp::attr attr;
   attr.hostname = o.hostname;
   attr.iface = o.interface;

@@ -1,6 +1,6 @@
 #pragma once
 #if !defined(COCOD_INTERNAL_INCLUDE)
-#error "cocod/comm/detail/tcp/messages.hpp is internal: include <cocod/comm/tcp_store.hpp>"
+#error "cocod/rendezvous/detail/messages.hpp is internal: include <cocod/rendezvous/tcp_store.hpp>"
 #endif
 // The messages between the rendezvous store's clients and its server. A request is an operation
 // byte, a key and a value; the reply a status byte and a value; lengths are 32-bit, in the
@@ -20,9 +20,9 @@
 #include <system_error>
 #include <vector>
 
-#include "cocod/comm/detail/tcp/socket.hpp"
+#include "cocod/rendezvous/detail/socket.hpp"
 
-namespace cocod::comm::tcp {
+namespace cocod::rendezvous::tcp {
 
 /// What a client asks the server.
 enum class Verb : std::uint8_t {
@@ -152,4 +152,4 @@ struct RequestLimits {
   return std::chrono::milliseconds(std::clamp<std::int64_t>(ms, 0, 24 * 3600 * 1000));
 }
 
-}  // namespace cocod::comm::tcp
+}  // namespace cocod::rendezvous::tcp

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace cocod::comm {
+namespace cocod::rendezvous {
 
 /// The most bytes a token may have.
 inline constexpr std::size_t kMaxTokenBytes = 4096;
@@ -34,4 +34,9 @@ inline constexpr std::size_t kMaxTokenBytes = 4096;
   return token;
 }
 
+}  // namespace cocod::rendezvous
+
+namespace cocod::comm {  // (the names of earlier versions)
+using rendezvous::kMaxTokenBytes;
+using rendezvous::run_token;
 }  // namespace cocod::comm

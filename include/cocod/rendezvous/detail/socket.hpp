@@ -1,6 +1,6 @@
 #pragma once
 #if !defined(COCOD_INTERNAL_INCLUDE)
-#error "cocod/comm/detail/tcp/socket.hpp is internal: include <cocod/comm/tcp_store.hpp>"
+#error "cocod/rendezvous/detail/socket.hpp is internal: include <cocod/rendezvous/tcp_store.hpp>"
 #endif
 // The few TCP calls the rendezvous store and its server make (POSIX sockets): an owned socket,
 // "host:port" addresses, connecting with retries until a deadline, listening, and moving whole
@@ -27,7 +27,7 @@
 
 #include "cocod/errors.hpp"
 
-namespace cocod::comm::tcp {
+namespace cocod::rendezvous::tcp {
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -199,4 +199,4 @@ inline void set_receive_timeout(int fd, std::chrono::milliseconds t) noexcept {
   return true;
 }
 
-}  // namespace cocod::comm::tcp
+}  // namespace cocod::rendezvous::tcp

@@ -1,6 +1,6 @@
 #pragma once
 #if !defined(COCOD_INTERNAL_INCLUDE)
-#error "cocod/comm/detail/tcp/connections.hpp is internal: include <cocod/comm/store_server.hpp>"
+#error "cocod/rendezvous/detail/connections.hpp is internal: include <cocod/rendezvous/store_server.hpp>"
 #endif
 // The connections of a store server: a thread that accepts them, and a thread per connection
 // that serves it. Their number is bounded (more are closed as they arrive), the ones that ended
@@ -18,9 +18,9 @@
 #include <thread>
 #include <utility>
 
-#include "cocod/comm/detail/tcp/socket.hpp"
+#include "cocod/rendezvous/detail/socket.hpp"
 
-namespace cocod::comm::tcp {
+namespace cocod::rendezvous::tcp {
 
 class Connections {
  public:
@@ -127,4 +127,4 @@ class Connections {
   std::thread acceptor_;
 };
 
-}  // namespace cocod::comm::tcp
+}  // namespace cocod::rendezvous::tcp

@@ -1,9 +1,9 @@
 #pragma once
-// The rendezvous store's server: keys and values in memory, served over TCP to comm::TcpStore
+// The rendezvous store's server: keys and values in memory, served over TCP to rendezvous::TcpStore
 // clients (comm::Gloo's workers find each other through it). The coordinator program serves
 // one; comm::GlooOptions::serve_store has rank 0 serve one in-process; tests start their own.
 //
-//     cocod::comm::StoreServer server{"", 29500};   // every interface, port 29500
+//     cocod::rendezvous::StoreServer server{"", 29500};   // every interface, port 29500
 //     ... server.port() ...                         // the port (useful with port 0)
 //
 // One thread per connection (a run has tens of workers, not thousands). Nothing a client sends
@@ -25,13 +25,13 @@
 #include <vector>
 
 #define COCOD_INTERNAL_INCLUDE
-#include "cocod/comm/detail/tcp/connections.hpp"
-#include "cocod/comm/detail/tcp/messages.hpp"
-#include "cocod/comm/detail/tcp/socket.hpp"
-#include "cocod/comm/detail/tcp/table.hpp"
+#include "cocod/rendezvous/detail/connections.hpp"
+#include "cocod/rendezvous/detail/messages.hpp"
+#include "cocod/rendezvous/detail/socket.hpp"
+#include "cocod/rendezvous/detail/table.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
-namespace cocod::comm {
+namespace cocod::rendezvous {
 
 /// The bounds of a StoreServer and the secret its clients must know.
 struct StoreOptions {
@@ -63,7 +63,7 @@ class StoreServer {
   /// see port()). Throws cocod::CommunicationError when it cannot listen.
   StoreServer(const std::string& bind_host, int port, StoreOptions options = {})
       : options_(std::move(options)), table_(options_.max_stored_bytes) {
-    auto [socket, actual] = tcp::listen_on(bind_host, port, "cocod::comm::StoreServer");
+    auto [socket, actual] = tcp::listen_on(bind_host, port, "cocod::rendezvous::StoreServer");
     port_ = actual;
     connections_.emplace(std::move(socket), options_.max_connections, options_.hello_timeout, [this](int fd) { serve(fd); });
   }
@@ -244,4 +244,9 @@ class StoreServer {
   std::optional<tcp::Connections> connections_;  // (last: its threads serve with the members above)
 };
 
+}  // namespace cocod::rendezvous
+
+namespace cocod::comm {  // (the names of earlier versions, beside comm::Gloo)
+using rendezvous::StoreOptions;
+using rendezvous::StoreServer;
 }  // namespace cocod::comm

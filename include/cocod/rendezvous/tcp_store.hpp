@@ -1,5 +1,5 @@
 #pragma once
-// A client of the rendezvous store (comm::StoreServer, or the coordinator program): how
+// A client of the rendezvous store (rendezvous::StoreServer, or the coordinator program): how
 // comm::Gloo's workers exchange their addresses, where a failing worker leaves its error for its
 // peers, and how an elastic worker talks to its coordinator. Needs no Gloo itself.
 #include <chrono>
@@ -11,11 +11,11 @@
 
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
-#include "cocod/comm/detail/tcp/messages.hpp"
-#include "cocod/comm/detail/tcp/socket.hpp"
+#include "cocod/rendezvous/detail/messages.hpp"
+#include "cocod/rendezvous/detail/socket.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
-namespace cocod::comm {
+namespace cocod::rendezvous {
 
 /// One connection to the store at "host:port", which presents the run's `token` (empty: the
 /// store has none; see StoreOptions::token). Thread-safe (requests are serialized). Every
@@ -29,7 +29,7 @@ class TcpStore {
 
   TcpStore(const std::string& address, std::chrono::milliseconds connect_timeout = std::chrono::seconds(30),
            const std::string& token = {})
-      : address_(tcp::parse_address(address, "cocod::comm::TcpStore: the store's address")),
+      : address_(tcp::parse_address(address, "cocod::rendezvous::TcpStore: the store's address")),
         socket_(tcp::connect_to(address_, tcp::SteadyClock::now() + connect_timeout, who())) {
     const std::string protocol = tcp::kProtocol;
     tcp::Reply reply;
@@ -86,7 +86,7 @@ class TcpStore {
   }
 
  private:
-  [[nodiscard]] std::string who() const { return "cocod::comm::TcpStore(" + address_.text() + ")"; }
+  [[nodiscard]] std::string who() const { return "cocod::rendezvous::TcpStore(" + address_.text() + ")"; }
 
   // One request and its reply. The reply may take `waits` (a get or wait) plus 10 s: a store
   // that does not answer within that (stopped, or its machine gone) fails the call.
@@ -117,4 +117,8 @@ class TcpStore {
   std::string lost_;  // why the connection is gone
 };
 
+}  // namespace cocod::rendezvous
+
+namespace cocod::comm {  // (the name of earlier versions, beside comm::Gloo)
+using rendezvous::TcpStore;
 }  // namespace cocod::comm

@@ -1,6 +1,6 @@
 #pragma once
 #if !defined(COCOD_INTERNAL_INCLUDE)
-#error "cocod/comm/detail/tcp/table.hpp is internal: include <cocod/comm/store_server.hpp>"
+#error "cocod/rendezvous/detail/table.hpp is internal: include <cocod/rendezvous/store_server.hpp>"
 #endif
 // The values a store server holds: keys and values, the bytes they take against a quota, and a
 // version that counts every change. Not synchronized: its owner's lock guards it.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace cocod::comm::tcp {
+namespace cocod::rendezvous::tcp {
 
 class Table {
  public:
@@ -67,4 +67,4 @@ class Table {
   std::size_t max_bytes_;
 };
 
-}  // namespace cocod::comm::tcp
+}  // namespace cocod::rendezvous::tcp
