@@ -167,7 +167,12 @@ class Trainer {
   Resumed resume(Model& model, const Store& store, const Stop& stop, ResumeOptions options = {}) {
     static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
-    return session(store).resume(model, [&](const Progress& p, std::size_t at) { begin_at(model, stop, p, at); }, options);
+    try {
+      return session(store).resume(model, [&](const Progress& p, std::size_t at) { begin_at(model, stop, p, at); }, options);
+    } catch (...) {  // (a run begun from a state that does not fit, or whose event sink failed, ends)
+      run_.abandon();
+      throw;
+    }
   }
   /// Tells `sink` what the run decides as it happens (cocod::Event: resumed, a checkpoint
   /// written, a plan re-made from measurements, a reduction skipped), one event per decision on

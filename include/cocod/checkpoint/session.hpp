@@ -21,7 +21,7 @@
 #include "cocod/checkpoint/store.hpp"
 #define COCOD_INTERNAL_INCLUDE
 #include "cocod/checkpoint/detail/agreed.hpp"
-#include "cocod/checkpoint/detail/state.hpp"
+#include "cocod/checkpoint/detail/worker_file.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::checkpoint {
@@ -33,7 +33,7 @@ class Session {
 
  public:
   Session(const Checkpoints& store, Run& run, Rule& rule, const Settings& settings)
-      : store_(store), run_(run), state_(run, rule, settings) {}
+      : store_(store), run_(run), format_(run, rule, settings) {}
 
   /// Writes this worker's file into the checkpoint of the current round and, once every worker
   /// has written its own (agreed in one all-reduce), rank 0 writes the manifest; a failure on
@@ -41,10 +41,10 @@ class Session {
   template <class Model>
   void save(Model& model) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto& comm = run_.reducer().comm();
+    auto& comm = run_.comm();
     const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
-    const auto& pos = run_.loop().pos();
-    CheckpointInfo c{store_.folder(pos.round), Rule::name, pos.round, pos.step, comm.size(), {}};
+    const auto at = run_.header();
+    CheckpointInfo c{store_.folder(at.round), Rule::name, at.round, at.step, comm.size(), {}};
     // A manifest already in this round's folder (a second save at one boundary, an older run in
     // the directory) would vouch for files about to be replaced: it goes first, and nobody
     // writes before it is gone.
@@ -53,7 +53,7 @@ class Session {
     });
     std::vector<double> table(2 * n, 0.0);  // per worker: file size, CRC-32
     detail::agreed(comm, table, unknown("saved"), [&] {
-      const std::vector<std::byte> data = state_.save(model, run_.parameters(model, "save"));
+      const std::vector<std::byte> data = format_.save(model);
       Checkpoints::make_folder(c.folder);
       Checkpoints::write_atomically(c.folder / Checkpoints::file_name(comm.rank()), data);
       table[rank] = static_cast<double>(data.size());
@@ -75,10 +75,11 @@ class Session {
   /// Starts the run from the newest complete checkpoint: begin() starts it (so that the run's
   /// length, counted from the checkpoint's progress through the data, is known to the check),
   /// the checkpoint is checked against the run, then every part is restored. Nothing to resume
-  /// from, after begin(), when the store holds none. See Trainer::resume().
+  /// from, after begin(), when the store holds none. See Trainer::resume() (which abandons the
+  /// run begun when this throws).
   template <class Model>
   Resumed resume(Model& model, const cocod::detail::BeginAt& begin, ResumeOptions options) {
-    auto& comm = run_.reducer().comm();
+    auto& comm = run_.comm();
     const auto found = find();
     if (!found) {
       begin({}, 0);
@@ -95,34 +96,28 @@ class Session {
     detail::agreed(comm, none, unknown("read"), [&] {
       bytes = Checkpoints::read_file(*found, comm.rank());
       file.emplace(bytes, found->file(comm.rank()).string());
-      from = state_.progress(*file);
+      from = format_.progress(*file);
     }, [] {});
     begin(from, static_cast<std::size_t>(found->step));
     detail::agreed(comm, none, unknown("resumed"), [&] {
-      state_.check(*file, *found, ModelParameters::of(model), false, comm.rank());
-    }, [&] { run_.abandon(); });
-    detail::agreed(comm, none, unknown("resumed"), [&] { state_.load(*file, model, run_.parameters(model, "resume")); },
-                   [&] { run_.abandon(); });
+      format_.check(*file, expected(*found, comm.rank()), ModelParameters::of(model), false);
+    }, [] {});
+    detail::agreed(comm, none, unknown("resumed"), [&] { format_.load(*file, model); }, [] {});
     return resumed(*found);
   }
 
  private:
-  // The run resumed from checkpoint c: its report says so.
+  // The run goes on from checkpoint c (its round and step): its report says so.
   Resumed resumed(const CheckpointInfo& c) {
     Resumed r{true, static_cast<std::size_t>(c.round), static_cast<std::size_t>(c.step), c.workers, c.folder.string()};
-    run_.recorder().resumed(r);
-    try {
-      run_.emit({.kind = Event::Kind::resumed,
-               .message = "resumed from " + r.folder + " (round " + std::to_string(r.round) + ", step " + std::to_string(r.step) +
-                          ", written by " + std::to_string(r.workers) + " workers)" +
-                          (r.step >= run_.loop().pos().total_steps && run_.loop().pos().total_steps > 0 ? ": the run had ended there" : ""),
-                 .path = r.folder});
-    } catch (...) {  // a sink's failure ends the run, as a callback's does
-      run_.abandon();
-      throw;
-    }
+    const std::size_t total = run_.header().total_steps;
+    run_.continue_at(r, "resumed from " + r.folder + " (round " + std::to_string(r.round) + ", step " + std::to_string(r.step) +
+                            ", written by " + std::to_string(r.workers) + " workers)" +
+                            (r.step >= total && total > 0 ? ": the run had ended there" : ""));
     return r;
   }
+  // What rank `rank`'s file of checkpoint c must say of itself.
+  static detail::Expected expected(const CheckpointInfo& c, int rank) { return {rank, c.round, c.step, c.workers}; }
   struct ModelParameters {
     template <class Model>
     static std::size_t of(Model& model) {
@@ -138,7 +133,7 @@ class Session {
   /// manifest that cannot be read, a file it lists that is missing or of the wrong size, or
   /// workers that see different checkpoints: CheckpointError on every worker.
   std::optional<CheckpointInfo> find() {
-    auto& comm = run_.reducer().comm();
+    auto& comm = run_.comm();
     const auto n = static_cast<std::size_t>(comm.size());
     std::optional<CheckpointInfo> found;
     std::vector<double> table(n, 0.0);  // per worker: 1 + the round of its checkpoint, 0 for none
@@ -159,11 +154,11 @@ class Session {
 
   /// Starts a run from checkpoint `c` of another number of workers: x = sum_j w_j x_j over the
   /// saved workers (in rank order, the same on every new worker), their step and round
-  /// counters, and the passes over the data done (an Epochs length counts those still due);
-  /// everything else starts anew.
+  /// counters (resumed() sets them), and the passes over the data done (an Epochs length counts
+  /// those still due); everything else starts anew.
   template <class Model>
   void elastic(Model& model, const CheckpointInfo& c, bool allowed, const cocod::detail::BeginAt& begin) {
-    auto& comm = run_.reducer().comm();
+    auto& comm = run_.comm();
     Span x = cocod::detail::ModelCalls<Model>::parameters(model);
     std::vector<T> consensus(x.size(), T(0));
     std::vector<std::byte> model_state;
@@ -177,11 +172,11 @@ class Session {
       for (int j = 0; j < c.workers; ++j) {
         const auto bytes = Checkpoints::read_file(c, j);
         const FileReader file(bytes, c.file(j).string());
-        state_.check(file, c, x.size(), true, j);
+        format_.check(file, expected(c, j), x.size(), true);
         const Header h = read_header(file);
         if (j == 0) {
           first = h;
-          from = state_.progress(file);
+          from = format_.progress(file);
         }
         const auto w = static_cast<T>(h.weight);
         const auto part = file.fields("parameters").template values<T>("x", x.size());
@@ -196,13 +191,11 @@ class Session {
     cocod::detail::copy_in(x, consensus);
     if constexpr (StatefulModel<Model>) model.load_state(std::span<const std::byte>(model_state));
     begin(from, static_cast<std::size_t>(first.step));
-    run_.loop().pos().step = static_cast<std::size_t>(first.step);
-    run_.loop().pos().round = static_cast<std::size_t>(first.round);
   }
 
   const Checkpoints& store_;
   Run& run_;
-  detail::State<Run, Rule, Settings> state_;
+  detail::WorkerFile<Run, Rule, Settings> format_;
 };
 
 /// The session of `store` for a trainer's run (found by argument-dependent lookup from

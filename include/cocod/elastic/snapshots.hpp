@@ -27,10 +27,9 @@
 #include "cocod/algorithm/trainer.hpp"
 #include "cocod/checkpoint/format.hpp"
 #include "cocod/checkpoint/header.hpp"
-#include "cocod/checkpoint/store.hpp"
 #include "cocod/errors.hpp"
 #define COCOD_INTERNAL_INCLUDE
-#include "cocod/checkpoint/detail/state.hpp"
+#include "cocod/checkpoint/detail/worker_file.hpp"
 #undef COCOD_INTERNAL_INCLUDE
 
 namespace cocod::elastic {
@@ -105,12 +104,12 @@ class Session {
 
  public:
   Session(const Snapshots& store, Run& run, Rule& rule, const Settings& settings)
-      : store_(store), run_(run), state_(run, rule, settings) {}
+      : store_(store), run_(run), format_(run, rule, settings) {}
 
   template <class Model>
   void save(Model& model) {
-    const auto& pos = run_.loop().pos();
-    store_.add({pos.round, pos.step, state_.save_own(model, run_.parameters(model, "save"))});
+    const auto at = run_.header();
+    store_.add({at.round, at.step, format_.save_own(model)});
   }
 
   template <class Model>
@@ -121,7 +120,7 @@ class Session {
       begin({}, 0);
       return {};
     }
-    auto& comm = run_.reducer().comm();
+    auto& comm = run_.comm();
     const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
     const Snapshots::State* own = store_.at(*plan.round);
     // The donor's state, to every worker (its settings and counters; the newcomers' model state).
@@ -138,8 +137,7 @@ class Session {
     // Each worker checks the donor's settings against its own; the outcome is agreed.
     std::string refused;
     try {
-      const checkpoint::CheckpointInfo c{"memory", Rule::name, h.round, h.step, static_cast<int>(h.workers), {}};
-      state_.check(donor, c, x.size(), true, static_cast<int>(h.rank));
+      format_.check(donor, {static_cast<int>(h.rank), h.round, h.step, static_cast<int>(h.workers)}, x.size(), true);
     } catch (const CheckpointError& e) {
       refused = e.what();
     }
@@ -170,25 +168,21 @@ class Session {
       const auto s = (mine ? *mine : donor).fields("model").bytes("state");
       model.load_state(s);
     }
-    begin(state_.progress(donor), static_cast<std::size_t>(h.step));  // (an Epochs length: the passes still due)
-    state_.load_own(mine ? *mine : donor);  // its own momentum and carried state (a newcomer: the donor's)
+    begin(format_.progress(donor), static_cast<std::size_t>(h.step));  // (an Epochs length: the passes still due)
+    format_.load_own(mine ? *mine : donor);  // its own momentum and carried state (a newcomer: the donor's)
     // Dropped only now (`mine` reads its bytes): a loss during begin() leaves this worker its
     // states, so that the next epoch still finds round R held (the members that got this far
     // hold R's continuation instead; the steps agree, the next consensus averages both).
     store_.clear();
-    run_.loop().pos().step = static_cast<std::size_t>(h.step);
-    run_.loop().pos().round = static_cast<std::size_t>(h.round);
     Resumed r{true, static_cast<std::size_t>(h.round), static_cast<std::size_t>(h.step), static_cast<int>(h.workers), name};
-    run_.recorder().resumed(r);
-    run_.emit({.kind = Event::Kind::resumed,
-               .message = "continued from the " + name + " with " + std::to_string(n) + " workers", .path = name});
+    run_.continue_at(r, "continued from the " + name + " with " + std::to_string(n) + " workers");
     return r;
   }
 
  private:
   const Snapshots& store_;
   Run& run_;
-  checkpoint::detail::State<Run, Rule, Settings> state_;
+  checkpoint::detail::WorkerFile<Run, Rule, Settings> format_;
 };
 
 }  // namespace snapshot_detail

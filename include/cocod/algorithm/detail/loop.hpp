@@ -116,11 +116,7 @@ class Loop {
       apply(p);
     }
   }
-  /// The passes done and where they are counted from (section "progress").
-  template <class Archive>
-  void serialize_progress(Archive& a) {
-    serialize_progress(a, progress_);
-  }
+  /// A run's passes done and where they are counted from (section "progress" of a saved state).
   template <class Archive>
   static void serialize_progress(Archive& a, Progress& p) {
     a("done", p.done);

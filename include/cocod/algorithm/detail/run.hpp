@@ -2,10 +2,10 @@
 #if !defined(COCOD_INTERNAL_INCLUDE)
 #error "cocod/algorithm/detail/run.hpp is internal: include <cocod.hpp>"
 #endif
-// A run as a short loop over parts that each own their run state: the loop (position, plan,
-// sampler), the reducer (communicator, control slots, exchanges), the non-finite guard, the
-// measurement window, the local update's state and the recorder. cocod::Trainer drives it; an
-// algorithm sees it only through cocod::Operations.
+// A run as a short loop over parts that each own their run state (detail::RunState: the loop,
+// the reducer, the non-finite guard, the measurement window, the local update's state and the
+// recorder): setup, a step, a round's end, finish. cocod::Trainer drives it; an algorithm sees
+// it only through cocod::Operations.
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -17,42 +17,21 @@
 
 #include "cocod/algorithm/detail/agreement.hpp"
 #include "cocod/algorithm/detail/buffers.hpp"
-#include "cocod/algorithm/detail/emitter.hpp"
-#include "cocod/algorithm/detail/guard.hpp"
-#include "cocod/algorithm/detail/loop.hpp"
-#include "cocod/algorithm/detail/recorder.hpp"
-#include "cocod/algorithm/detail/reducer.hpp"
-#include "cocod/algorithm/detail/reduction_context.hpp"
-#include "cocod/algorithm/detail/run_checks.hpp"
+#include "cocod/algorithm/detail/run_state.hpp"
 #include "cocod/options.hpp"
-#include "cocod/schedule/measurement.hpp"
 
 namespace cocod::detail {
 
 template <class Model, class Comm, class Schedule, class Update>
-class Run {
-  using Checks = RunChecks<Model, Comm>;
+class Run : public RunState<Model, Comm, Schedule, Update> {
+  using Base = RunState<Model, Comm, Schedule, Update>;
   using Calls = ModelCalls<Model>;
+  using Base::options_, Base::schedule_, Base::update_, Base::update_state_, Base::recorder_, Base::guard_,
+      Base::loop_, Base::window_, Base::reducer_, Base::events_;
 
  public:
-  using CommImpl = typename Checks::communicator;
-  using T = typename model_types<Model>::scalar;
-  using B = typename model_types<Model>::backend;
-  using Span = typename model_types<Model>::span;
-  using UpdateState = typename Update::template State<B, T>;
-  static constexpr bool measuring = schedule::measuring_schedule<Schedule>;
-
-  /// Validates the options and the schedule (std::invalid_argument naming the field).
-  Run(Comm comm, Options options, Schedule schedule, Update update)
-      : options_(std::move(options)),
-        schedule_(std::move(schedule)),
-        update_(std::move(update)),
-        guard_(options_.non_finite, options_.max_skips),
-        reducer_(Checks::make(std::move(comm)), guard_, recorder_) {
-    options_.validate(reducer_.comm().size());
-    schedule_.validate();
-    if constexpr (requires { update_.validate(); }) update_.validate();
-  }
+  using typename Base::T, typename Base::B, typename Base::Span, typename Base::CommImpl;
+  using Base::Base, Base::emit, Base::measuring;
 
   /// Starts a run: the workers agree on the sizes, rank 0's parameters are broadcast, every part
   /// starts, and begin(x) starts the algorithm.
@@ -138,7 +117,7 @@ class Run {
         check_acknowledged();
         reducer_.check_round_end();
         average_buffers(model);
-        if (reducer_.take_collectives() == 0) reducer_.reduce_control(context());  // losses, votes, the step check
+        if (reducer_.take_collectives() == 0) reducer_.reduce_control(this->context());  // losses, votes, the step check
         close_round();
       }
       return *step_loss_;
@@ -172,7 +151,7 @@ class Run {
       (void)reducer_.take_collectives();
       finish();
       check_acknowledged();
-      if (reducer_.take_collectives() == 0) reducer_.reduce_control(context());
+      if (reducer_.take_collectives() == 0) reducer_.reduce_control(this->context());
       recorder_.final_consensus(reducer_.votes().state().consensus_round, reducer_.votes().state().consensus_loss);
       pos.finishing = false;
     } catch (...) {
@@ -210,27 +189,8 @@ class Run {
 
   /// Where the run tells its events (empty: nowhere).
   void on_event(EventSink sink) { events_.set(std::move(sink)); }
-  /// Tells `e` to the sink, with this worker's rank, round and step.
-  void emit(Event e) const { events_.emit(std::move(e), loop_.info().rank, loop_.pos()); }
-
-  /// What the reducer reads of the run at each reduction.
-  [[nodiscard]] ReductionContext<Schedule, T> context() noexcept { return {loop_, window_, schedule_, options_}; }
   [[nodiscard]] double weight() const noexcept { return loop_.info().weight; }
-
-  // ---- the parts, for the trainer, the operations and a checkpoint session ----------------------
   [[nodiscard]] bool running() const noexcept { return running_; }
-  [[nodiscard]] const Options& options() const noexcept { return options_; }
-  [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
-  [[nodiscard]] Update& update() noexcept { return update_; }
-  [[nodiscard]] UpdateState& update_state() noexcept { return update_state_; }
-  [[nodiscard]] Loop& loop() noexcept { return loop_; }
-  [[nodiscard]] const Loop& loop() const noexcept { return loop_; }
-  [[nodiscard]] Reducer<CommImpl, B, T>& reducer() noexcept { return reducer_; }
-  [[nodiscard]] const Reducer<CommImpl, B, T>& reducer() const noexcept { return reducer_; }
-  [[nodiscard]] Guard& guard() noexcept { return guard_; }
-  [[nodiscard]] schedule::Window<Schedule>& window() noexcept { return window_; }
-  [[nodiscard]] Recorder& recorder() noexcept { return recorder_; }
-  [[nodiscard]] const Recorder& recorder() const noexcept { return recorder_; }
 
  private:
   void average_buffers(Model& model) {
@@ -270,18 +230,8 @@ class Run {
                   loop_.pos().round, loop_.pos().step);
   }
 
-  Options options_;
-  Schedule schedule_;
-  Update update_;
-  UpdateState update_state_{};
-  Recorder recorder_{};
-  Guard guard_;
-  Loop loop_{};
-  schedule::Window<Schedule> window_{};
-  Reducer<CommImpl, B, T> reducer_;
   std::optional<double> step_loss_;
   Buffers<T> buffers_{};
-  Emitter events_{};
   bool running_ = false, in_step_ = false;
 };
 
