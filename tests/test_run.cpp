@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support.hpp"
@@ -522,4 +523,54 @@ TEST_CASE("a rule's misuse of an exchange is a logic_error naming the exchange a
         ".in_flight_between_rounds = true");
   CHECK(misuse_error<Misuse::earlier_run>(2) == "cocod: average() on exchange 'send', which was not prepare()d for this run");
   CHECK(misuse_error<Misuse::wait_idle>() == "cocod: wait() on exchange 'send', which has no collective in flight; post() it first");
+}
+
+namespace {
+// Records the round its operations name in each step and at each round's end.
+struct Rounds {
+  std::vector<std::size_t> steps, ends;
+};
+struct RoundsSeen {  // (the rule's setting: where it records)
+  static constexpr const char* name = "RoundsSeen";
+  Rounds* log = nullptr;
+  template <class Archive>
+  void serialize(Archive&) {}
+};
+template <class Ops>
+class RoundLog {
+  using T = typename Ops::scalar_type;
+  using Span = typename Ops::span_type;
+
+ public:
+  static constexpr const char* name = "round log";
+  using settings = std::tuple<RoundsSeen>;
+  explicit RoundLog(const settings& s) : log_(std::get<0>(s).log) {}
+  void begin(Ops& ops, Span x) { inner_.begin(ops, x); }
+  void step(Ops& ops, Span x, std::span<const std::size_t> batch, T lr) {
+    log_->steps.push_back(ops.round());
+    inner_.step(ops, x, batch, lr);
+  }
+  void end_round(Ops& ops, Span x) {
+    log_->ends.push_back(ops.round());
+    inner_.end_round(ops, x);
+  }
+  void finish(Ops& ops, Span x) { inner_.finish(ops, x); }
+  template <class Archive>
+  void serialize(Archive& a) {
+    inner_.serialize(a);
+  }
+
+ private:
+  Rounds* log_;
+  OneShot<Ops> inner_;
+};
+}  // namespace
+
+TEST_CASE("a rule's operations name the current round, counted from 0, in its steps and at its round ends") {
+  Rounds log;
+  Model model(40, 3, 7);
+  cocod::Trainer<RoundLog, Model, cocod::comm::Local> opt{cocod::comm::Local{}, {.period = 3, .batch_size = 2}, RoundsSeen{.log = &log}};
+  (void)opt.optimize(model, cocod::Steps{8});  // rounds 0 and 1 of 3 steps, a last partial round 2 of 2
+  CHECK(log.steps == std::vector<std::size_t>{0, 0, 0, 1, 1, 1, 2, 2});
+  CHECK(log.ends == std::vector<std::size_t>{0, 1});  // (no end_round for a last partial round)
 }

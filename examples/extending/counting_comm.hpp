@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <utility>
 
 template <class Inner>
@@ -36,6 +37,32 @@ class Counting {
     count(buffer);
     return inner_.all_reduce_async(buffer);
   }
+  // The byte collectives, where the inner communicator has them (a compressed exchange moves
+  // its encoded blocks with them; without them a Compress format is refused by name).
+  void all_to_all(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires cocod::comm::ByteCollectives<Inner>
+  {
+    count(send);
+    inner_.all_to_all(send, recv);
+  }
+  void all_gather(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires cocod::comm::ByteCollectives<Inner>
+  {
+    count(send);
+    inner_.all_gather(send, recv);
+  }
+  [[nodiscard]] Request all_to_all_async(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires cocod::comm::ByteCollectives<Inner>
+  {
+    count(send);
+    return inner_.all_to_all_async(send, recv);
+  }
+  [[nodiscard]] Request all_gather_async(std::span<const std::byte> send, std::span<std::byte> recv)
+    requires cocod::comm::ByteCollectives<Inner>
+  {
+    count(send);
+    return inner_.all_gather_async(send, recv);
+  }
 
  private:
   template <class Span>
@@ -46,4 +73,4 @@ class Counting {
   Inner inner_;  // communicators are cheap handles: copies refer to the same workers
   std::shared_ptr<Counts> counts_;
 };
-static_assert(cocod::comm::Communicator<Counting<cocod::comm::Threads>>);
+static_assert(cocod::comm::ByteCollectives<Counting<cocod::comm::Threads>>);

@@ -57,6 +57,9 @@ class Operations {
   [[nodiscard]] const RunInfo& info() const noexcept { return run_.loop().info(); }
   /// The steps taken in the current round before this one (0 in a round's first step).
   [[nodiscard]] std::size_t step_in_round() const noexcept { return run_.loop().pos().step_in_round; }
+  /// The current round, counted from 0 at the run's first (a resumed run goes on counting): for
+  /// a rule whose behaviour changes with the round (a warm-up, an exchange every other round).
+  [[nodiscard]] std::size_t round() const noexcept { return run_.loop().pos().round; }
 
   /// Sizes exchange e for this run (in begin(), for every exchange the algorithm uses).
   void prepare(exchange_type& e, const ExchangeSpec& s) { run_.reducer().prepare(e, s); }
