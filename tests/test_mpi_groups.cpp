@@ -76,6 +76,18 @@ TEST_CASE("groups over MPI equal groups over comm::Threads, bit for bit") {
   check<LocalAdamW>("local + AdamW", s);
 }
 
+TEST_CASE("split_by_node joins the ranks of one node, ordered by key") {
+  // Every rank of this test runs on this machine: the node's group is the whole world, in the
+  // order of the keys given (here the reverse of the world's).
+  Mpi node = world->split_by_node(world->size() - 1 - world->rank());
+  CHECK(node.size() == world->size());
+  CHECK(node.rank() == world->size() - 1 - world->rank());
+  std::vector<double> ranks(static_cast<std::size_t>(node.size()), 0.0);
+  ranks[static_cast<std::size_t>(node.rank())] = world->rank();
+  node.all_reduce(std::span<double>(ranks));
+  for (int j = 0; j < node.size(); ++j) CHECK(ranks[static_cast<std::size_t>(j)] == world->size() - 1 - j);
+}
+
 int main(int argc, char** argv) {
   Mpi comm(argc, argv);
   world = &comm;

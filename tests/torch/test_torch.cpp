@@ -115,6 +115,17 @@ TEST_CASE("the module's parameters are views into the buffer cocod updates (no c
   CHECK(net->parameters()[0].view({-1})[0].item<float>() == 42.0f);
 }
 
+TEST_CASE("flat_parameters() is the one tensor that parameters() spans") {
+  auto data = shard(64, 1);
+  auto net = mlp(2);
+  auto model = cocod::torch::make_model(net, data.inputs, data.targets, cross_entropy);
+  const std::span<float> x = model.parameters();
+  const torch::Tensor& flat = model.flat_parameters();
+  CHECK(flat.data_ptr<float>() == x.data());
+  CHECK(static_cast<std::size_t>(flat.numel()) == x.size());
+  CHECK(flat.dim() == 1);
+}
+
 TEST_CASE("backward() writes the gradient into cocod's buffer in place, equal to a plain backward") {
   auto data = shard(64, 3);
   auto net = mlp(4), reference = mlp(4);

@@ -42,8 +42,9 @@ concept Communicator = std::copy_constructible<C> &&
 };
 
 /// A communicator that also moves opaque bytes in host memory (every built-in host
-/// communicator: comm::Local, comm::Threads, comm::Throttled<C> of one, comm::Mpi). With N =
-/// size() and b bytes per block:
+/// communicator: comm::Local, comm::Threads, comm::Mpi, comm::Gloo, and comm::Throttled<C> and
+/// comm::Grouped<C> of one; comm::Nccl moves bytes in device memory, with device spans). With
+/// N = size() and b bytes per block:
 ///  - all_to_all(send, recv): send and recv hold N blocks of b bytes each (equal sizes, not
 ///    overlapping); block j of send goes to rank j, block q of recv comes from rank q (block
 ///    rank() is a copy of one's own); blocking;

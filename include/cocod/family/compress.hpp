@@ -33,8 +33,8 @@ struct Compress {
   void check_communicator() const {
     if (active() && !comm::ByteCollectives<Comm>)
       invalid_setting("cocod::Compress", "format",
-                      "needs a communicator with byte collectives (all_to_all_async, all_gather_async: comm::Local, "
-                      "Threads, Throttled and Mpi have them)",
+                      "needs a communicator with byte collectives in host memory (all_to_all_async, all_gather_async: "
+                      "comm::Local, Threads, Mpi and Gloo have them, and Throttled and Grouped of one that has them)",
                       compress::name(format));
   }
   [[nodiscard]] bool active() const noexcept { return format != Compression::none; }
