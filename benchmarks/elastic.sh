@@ -20,11 +20,12 @@
 #
 #   goodput  goodput under failures (benchmarks/elastic_goodput.py): the Fashion-MNIST MLP
 #         (CoCoD-SGD, k = 8, EPOCHS epochs, default 60) on 4 workers, a random one killed every T
-#         seconds (EVERY, default 10,30,60,120), as an elastic run (a replacement started at each
+#         seconds, the first at T/2 (EVERY, default 10,30,60,120), as an elastic run (a replacement started at each
 #         kill) and as checkpoint-restart (comm::Gloo with a checkpoint every 10 rounds, all
 #         workers started again from the newest after each kill); goodput = each method's
-#         undisturbed wall time over its wall time with kills, and the final test accuracy
-#         (OUT/elastic-goodput.csv, .txt, .png).
+#         undisturbed wall time over its wall time with kills, and the final test accuracy,
+#         medians over REPEATS interleaved runs of each (default 1; OUT/elastic-goodput.csv,
+#         .txt, .png; each run's logs and kill times under OUT/elastic-runs/goodput/).
 #
 #   benchmarks/elastic.sh [cost|demo|kills|goodput|all] [OUT_DIR]     (BUILD=build/bench by default)
 set -euo pipefail
@@ -199,15 +200,15 @@ if [ "$which" = goodput ] || [ "$which" = all ]; then
   bench_require elastic.sh "$exe"
   echo "# goodput under failures: Fashion-MNIST MLP, CoCoD-SGD k = 8, ${EPOCHS:-60} epochs, 4 workers on loopback; $(date +%F), $(nproc) cores"
   python3 "$COCOD_ROOT/benchmarks/elastic_goodput.py" "$exe" "$coord" "$work/goodput" --every "${EVERY:-10,30,60,120}" \
-    --epochs "${EPOCHS:-60}" --seed "${SEED:-1}" --csv "$out/elastic-goodput.csv" -- --algo cocod --period 8 | tee "$out/elastic-goodput.txt"
+    --epochs "${EPOCHS:-60}" --repeats "${REPEATS:-1}" --seed "${SEED:-1}" --csv "$out/elastic-goodput.csv" -- --algo cocod --period 8 | tee "$out/elastic-goodput.txt"
   if command -v gnuplot >/dev/null; then
     python3 - "$out/elastic-goodput.csv" >"$work/goodput.dat" <<'PY'
-import csv, sys
+import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-base = {r["method"]: float(r["wall_s"]) for r in rows if float(r["every_s"]) == 0}
+def wall(method, every):
+    return statistics.median(float(r["wall_s"]) for r in rows if r["method"] == method and float(r["every_s"]) == every)
 for every in sorted({float(r["every_s"]) for r in rows if float(r["every_s"]) > 0}):
-    g = {r["method"]: base[r["method"]] / float(r["wall_s"]) for r in rows if float(r["every_s"]) == every}
-    print(every, g["restart"], g["elastic"])
+    print(every, wall("restart", 0) / wall("restart", every), wall("elastic", 0) / wall("elastic", every))
 PY
     gnuplot -e "set terminal pngcairo size 900,540; set output '$out/elastic-goodput.png'; \
       set xlabel 'seconds between two kills'; set ylabel 'goodput (undisturbed wall time / wall time)'; set key bottom right; \

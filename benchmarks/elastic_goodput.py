@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """Goodput under failures: one run of an example on 4 worker processes on loopback, in which a
-random worker is killed (SIGKILL) every T seconds, against the same run undisturbed; an elastic
-run (a coordinator, a replacement started at each kill) against checkpoint-restart (a fixed
-comm::Gloo run that writes a checkpoint every --checkpoint-every rounds, and after each kill is
-started again, all 4 workers, from the newest checkpoint).
+random worker is killed (SIGKILL) every T seconds, the first T/2 seconds in (so that a run of W
+seconds takes about W/T kills whatever T, the longest included), against the same run
+undisturbed; an elastic run (a coordinator, a replacement started at each kill) against
+checkpoint-restart (a fixed comm::Gloo run that writes a checkpoint every --checkpoint-every
+rounds, and after each kill is started again, all 4 workers, from the newest checkpoint).
 
 goodput = a method's undisturbed wall time / its wall time with kills, for the same passes over
 the data: the useful work per second against the undisturbed rate (a membership change keeps
 the passes the run promised, so both do the same work). Each run's final test accuracy is
 printed against its method's undisturbed one.
 
+With --repeats N every run is repeated N times, interleaved (each T's checkpoint-restart and
+elastic runs side by side, the undisturbed ones first in each repeat), and the table shows the
+medians of the wall times and accuracies (kills: the median count).
+
 usage: elastic_goodput.py EXAMPLE COORDINATOR WORKDIR [--every 10,30,60,120] [--epochs E]
-                          [--seed S] [--checkpoint-every R] [--csv FILE] [-- EXAMPLE ARGS...]
+                          [--repeats N] [--seed S] [--checkpoint-every R] [--csv FILE]
+                          [-- EXAMPLE ARGS...]
 """
 import argparse
 import csv
@@ -19,8 +25,8 @@ import os
 import random
 import re
 import shutil
-import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -64,6 +70,11 @@ class Procs:
         self.all.append(p)
         return p
 
+    def log_kill(self, victim, t0):
+        """Appends "seconds-into-the-run unix-time victim's-output" to the run's kills.txt."""
+        with open(os.path.join(self.folder, "kills.txt"), "a") as f:
+            f.write("%.3f %.3f %s\n" % (time.monotonic() - t0, time.time(), os.path.basename(victim.out)))
+
     def alive(self):
         return [p for p in self.all if p.poll() is None]
 
@@ -92,7 +103,7 @@ def elastic_run(args, folder, every, rng):
     t0 = time.monotonic()
     for _ in range(WORKERS):
         procs.start(cmd)
-    kills, next_kill = 0, t0 + every if every else None
+    kills, next_kill = 0, t0 + every / 2 if every else None
     try:
         while True:
             running = procs.alive()
@@ -107,6 +118,7 @@ def elastic_run(args, folder, every, rng):
                 victim.kill()
                 victim.killed = True
                 kills += 1
+                procs.log_kill(victim, t0)
                 procs.start(cmd)  # the replacement
                 next_kill += every
             time.sleep(0.01)
@@ -136,7 +148,7 @@ def restart_run(args, folder, every, rng):
     ckpt = os.path.join(folder, "checkpoints")
     procs = Procs(folder)
     t0 = time.monotonic()
-    kills, next_kill = 0, t0 + every if every else None
+    kills, next_kill = 0, t0 + every / 2 if every else None
     while True:
         port = free_port()
         group = []
@@ -156,6 +168,7 @@ def restart_run(args, folder, every, rng):
                 victim = rng.choice([p for p in group if p.poll() is None])
                 victim.kill()
                 victim.killed = True
+                procs.log_kill(victim, t0)
                 killed = True
                 kills += 1
                 next_kill += every
@@ -186,6 +199,7 @@ def main():
     p.add_argument("work")
     p.add_argument("--every", default="10,30,60,120", help="seconds between two kills, one run per value")
     p.add_argument("--epochs", default="40")
+    p.add_argument("--repeats", type=int, default=1, help="runs of each method and T (medians)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--checkpoint-every", type=int, default=10, help="rounds between two checkpoints (checkpoint-restart)")
     p.add_argument("--csv", help="one row per run")
@@ -198,23 +212,32 @@ def main():
     everys = [float(x) for x in args.every.split(",") if x]
     rows = []
 
-    def one(kind, every):
-        folder = os.path.join(args.work, "%s-%g" % (kind, every))
+    def one(kind, every, repeat):
+        folder = os.path.join(args.work, "%s-%g-%d" % (kind, every, repeat))
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
         run = elastic_run if kind == "elastic" else restart_run
         wall, value, kills = run(args, folder, every, rng)  # (its folder stays: the workers' and the coordinator's logs)
-        rows.append({"method": kind, "every_s": every, "kills": kills, "wall_s": wall, "test_accuracy": value})
-        print("# %-18s kill every %5s s: %2d kills, %7.1f s, test accuracy %.4f" % (
-            kind, "%g" % every if every else "-", kills, wall, value), flush=True)
+        rows.append({"method": kind, "every_s": every, "repeat": repeat, "kills": kills, "wall_s": wall,
+                     "test_accuracy": value})
+        print("# %-8s kill every %5s s (run %d): %2d kills, %7.1f s, test accuracy %.4f" % (
+            kind, "%g" % every if every else "-", repeat, kills, wall, value), flush=True)
 
     # undisturbed first (the base of both), then each T: checkpoint-restart and elastic side by side
-    one("restart", 0)
-    one("elastic", 0)
-    for every in everys:
-        one("restart", every)
-        one("elastic", every)
-    base = {r["method"]: r for r in rows if r["every_s"] == 0}
+    for repeat in range(1, args.repeats + 1):
+        one("restart", 0, repeat)
+        one("elastic", 0, repeat)
+        for every in everys:
+            one("restart", every, repeat)
+            one("elastic", every, repeat)
+
+    def median(method, every):
+        runs = [x for x in rows if x["method"] == method and x["every_s"] == every]
+        return {k: statistics.median(x[k] for x in runs) for k in ("kills", "wall_s", "test_accuracy")}
+
+    base = {m: median(m, 0) for m in ("restart", "elastic")}
+    if args.repeats > 1:
+        print("# medians over %d runs of each" % args.repeats)
     print("# goodput = the method's undisturbed wall time / its wall time with kills (the same passes over the data);")
     print("# undisturbed: checkpoint-restart (comm::Gloo, a checkpoint every %d rounds) %.1f s, test accuracy %.4f;" % (
         args.checkpoint_every, base["restart"]["wall_s"], base["restart"]["test_accuracy"]))
@@ -223,9 +246,8 @@ def main():
     print("# %7s %9s %10s %10s %10s %10s %9s %9s" % ("kill/s", "kills r/e", "wall rest.", "wall elas.", "gp restart",
                                                     "gp elastic", "acc rest.", "acc elas."))
     for every in everys:
-        r = next(x for x in rows if x["method"] == "restart" and x["every_s"] == every)
-        e = next(x for x in rows if x["method"] == "elastic" and x["every_s"] == every)
-        print("  %7g %4d/%-4d %10.1f %10.1f %10.3f %10.3f %+9.2f %+9.2f" % (
+        r, e = median("restart", every), median("elastic", every)
+        print("  %7g %4g/%-4g %10.1f %10.1f %10.3f %10.3f %+9.2f %+9.2f" % (
             every, r["kills"], e["kills"], r["wall_s"], e["wall_s"], base["restart"]["wall_s"] / r["wall_s"],
             base["elastic"]["wall_s"] / e["wall_s"], (r["test_accuracy"] - base["restart"]["test_accuracy"]) * 100,
             (e["test_accuracy"] - base["elastic"]["test_accuracy"]) * 100))
