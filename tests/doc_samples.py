@@ -275,7 +275,7 @@ LISTED = {
         "a benchmark's table: one dated run's timings, printed by the command above it (benchmarks/elastic.sh kills; "
         "elastic.kills runs one run of each kind)",
     ("docs/elastic.md", "# goodput = the method's undisturbed wall time / its wall time with kills (the same passes over the data);"):
-        TABLE + " (benchmarks/elastic.sh goodput: 10 trainings of about 2 minutes each, with kills)",
+        TABLE + " (benchmarks/elastic.sh goodput: 20 trainings of about 1.5 minutes each, with kills)",
     ("docs/elastic.md", "# algorithm  variant             wall_s  ms/round   x mpi"):
         TABLE + " (benchmarks/elastic.sh cost: 3 runs of each variant over the shaped link)",
     ("docs/elastic.md", "# elastic demo: Fashion-MNIST MLP, CoCoD-SGD k = 8, 12 epochs, 4 workers as processes on 2 cores; 2026-12-04"):
