@@ -1,21 +1,101 @@
 #pragma once
-// Encoding and decoding of a compressed exchange (host memory). Every format rounds to nearest
-// (ties to even), so that encoding is a pure function of the input: every worker that decodes
-// the same bytes gets the same values, bit for bit.
+// What a codec of the compressed exchange is (the Codec concept), the pieces the built-in
+// codecs share (the scalar formats, the block scales), and a codec's coder behind one interface
+// (AnyCoder), which the exchange and the Compression handle use.
+//
+// A codec is a class with its name, the bytes it needs for n elements, and a coder: a class
+// template over the scalar type, made once per run from the block size, that holds whatever the
+// codec reuses between calls (ensmallen's update-policy shape: the settings make the per-run
+// state). Encoding rounds to nearest, so that it is a pure function of its input: every worker
+// that decodes the same bytes gets the same values, bit for bit.
+//
+//     struct MyCodec {
+//       static constexpr const char* name = "mine";
+//       static std::size_t encoded_bytes(std::size_t n, std::size_t block);
+//       template <class T> class Coder {
+//        public:
+//         explicit Coder(std::size_t block);
+//         void encode(std::span<T> x, std::span<std::byte> out);      // x <- x - D(Q(x))
+//         void decode(std::span<const std::byte> in, std::span<T> out, bool accumulate);
+//       };
+//     };
+//     cocod::Compress c{.format = cocod::Compression::of<MyCodec>()};
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
 
-#include "cocod/compress/format.hpp"
-
 namespace cocod::compress {
+
+/// A coder of scalar type T (a codec's per-run state): made from the block size; encode(x, out)
+/// writes x's encoding into out (encoded_bytes(x.size(), block) bytes) and leaves in x what the
+/// rounding lost, x - D(Q(x)), the error feedback's residual; decode(in, out, accumulate) writes
+/// D(in) into out, or adds it with `accumulate`.
+template <class K, class T>
+concept CoderOf = std::constructible_from<K, std::size_t> &&
+                  requires(K k, std::span<T> x, std::span<std::byte> out, std::span<const std::byte> in, bool accumulate) {
+                    k.encode(x, out);
+                    k.decode(in, x, accumulate);
+                  };
+
+/// A codec: its name (in messages and checkpoints), the bytes that encode n elements in blocks
+/// of `block`, and its coder for float and double. It may also state error_bound(|x|, max |x| of
+/// the block), the most an element can lose in one encoding.
+template <class C>
+concept Codec = requires(std::size_t n, std::size_t block) {
+  { C::name } -> std::convertible_to<const char*>;
+  { C::encoded_bytes(n, block) } -> std::same_as<std::size_t>;
+} && CoderOf<typename C::template Coder<float>, float> && CoderOf<typename C::template Coder<double>, double>;
+
+/// A codec's coder of scalar type T behind one interface. It checks the sizes the codec relies on.
+template <class T>
+class AnyCoder {
+ public:
+  virtual ~AnyCoder() = default;
+  void encode(std::span<T> x, std::span<std::byte> out) {
+    if (out.size() != encoded_bytes(x.size())) throw std::logic_error("cocod::compress::encode: bad output size");
+    do_encode(x, out);
+  }
+  void decode(std::span<const std::byte> in, std::span<T> out, bool accumulate = false) {
+    if (in.size() != encoded_bytes(out.size())) throw std::logic_error("cocod::compress::decode: bad input size");
+    do_decode(in, out, accumulate);
+  }
+  [[nodiscard]] virtual std::size_t encoded_bytes(std::size_t n) const = 0;
+
+ private:
+  virtual void do_encode(std::span<T> x, std::span<std::byte> out) = 0;
+  virtual void do_decode(std::span<const std::byte> in, std::span<T> out, bool accumulate) = 0;
+};
+
+namespace codec_detail {
+template <Codec C, class T>
+class Erased final : public AnyCoder<T> {
+ public:
+  explicit Erased(std::size_t block) : block_(block), coder_(block) {}
+  [[nodiscard]] std::size_t encoded_bytes(std::size_t n) const override { return C::encoded_bytes(n, block_); }
+
+ private:
+  void do_encode(std::span<T> x, std::span<std::byte> out) override { coder_.encode(x, out); }
+  void do_decode(std::span<const std::byte> in, std::span<T> out, bool accumulate) override { coder_.decode(in, out, accumulate); }
+  std::size_t block_;
+  typename C::template Coder<T> coder_;
+};
+}  // namespace codec_detail
+
+/// A coder of codec C for scalar type T in blocks of `block` (>= 1).
+template <Codec C, class T>
+[[nodiscard]] std::unique_ptr<AnyCoder<T>> make_coder(std::size_t block) {
+  if (block == 0) throw std::logic_error(std::string("cocod::compress: codec ") + C::name + " needs a block of >= 1 elements");
+  return std::make_unique<codec_detail::Erased<C, T>>(block);
+}
 
 // ---- the scalar formats ---------------------------------------------------------------------
 
@@ -53,6 +133,8 @@ namespace cocod::compress {
   return std::bit_cast<float>(sign | ((e - 15u + 127u) << 23) | (m << 13));
 }
 
+// ---- what the block codecs share ------------------------------------------------------------
+
 namespace codec_detail {
 // float of v; beyond float's range (a double) an infinity, not undefined behaviour
 template <class T>
@@ -76,118 +158,14 @@ float max_abs(std::span<const T> x) noexcept {
   }
   return finite ? narrow(m) : std::numeric_limits<float>::quiet_NaN();
 }
-// fp16's block scale: a power of two 2^(e - 15) with max |x| < 2^e, so that x / scale is exact
-// and below 2^15, inside fp16's range (65504); at least 2^-126, a normal float.
-inline float fp16_scale(float max_abs) noexcept {
-  if (max_abs == 0.0f) return 0.0f;
-  if (!std::isfinite(max_abs)) return std::numeric_limits<float>::quiet_NaN();  // (also a double beyond float's range)
-  const int e = std::max(std::ilogb(max_abs) + 1, -111);
-  return std::ldexp(1.0f, e - 15);
-}
 inline void put_scale(std::byte* out, std::size_t b, float s) noexcept { std::memcpy(out + 4 * b, &s, 4); }
 inline float get_scale(const std::byte* in, std::size_t b) noexcept {
   float s;
   std::memcpy(&s, in + 4 * b, 4);
   return s;
 }
-inline std::size_t blocks(std::size_t n, std::size_t block) noexcept { return (n + block - 1) / block; }
+inline std::size_t blocks(std::size_t n, std::size_t block) noexcept { return block == 0 ? 0 : (n + block - 1) / block; }
+
 }  // namespace codec_detail
-
-/// Encodes x (n elements, blocks of `block`) into out (encoded_bytes(c, n, block) bytes) and
-/// leaves in x what the rounding lost, x - D(Q(x)): the error feedback's residual. Not for
-/// Compression::none. A double is rounded to float before bf16 and fp16; its residual is
-/// taken against the decoded value all the same. A block holding a NaN or an infinity decodes
-/// to NaN (bf16 keeps each value as it is): compression never hides a diverged model; such a
-/// value leaves a residual of 0, so that it does not come back in later rounds.
-template <class T>
-void encode(Compression c, std::span<T> x, std::size_t block, std::span<std::byte> out) {
-  using namespace codec_detail;
-  const std::size_t n = x.size();
-  if (c == Compression::none || block == 0 || out.size() != encoded_bytes(c, n, block, sizeof(T)))
-    throw std::logic_error("cocod::compress::encode: bad format, block or output size");
-  std::byte* o = out.data();
-  if (c == Compression::bf16) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint16_t h = to_bf16(narrow(x[i]));
-      std::memcpy(o + 2 * i, &h, 2);
-      const T sent = static_cast<T>(from_bf16(h));
-      x[i] = sent - sent == T(0) ? x[i] - sent : T(0);  // (a non-finite value leaves no residual)
-    }
-    return;
-  }
-  const std::size_t nb = blocks(n, block);
-  std::byte* data = o + 4 * nb;
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::size_t lo = b * block, hi = std::min(n, lo + block);
-    const float m = max_abs(std::span<const T>(x.data() + lo, hi - lo));
-    if (c == Compression::fp16) {
-      const float s = fp16_scale(m);
-      put_scale(o, b, s);
-      for (std::size_t i = lo; i < hi; ++i) {
-        const std::uint16_t h = s == 0.0f || std::isnan(s) ? std::uint16_t{0} : to_fp16(narrow(x[i] / static_cast<T>(s)));
-        std::memcpy(data + 2 * i, &h, 2);
-        x[i] = std::isnan(s) ? T(0) : x[i] - static_cast<T>(from_fp16(h)) * static_cast<T>(s);
-      }
-    } else {  // int8, symmetric: scale = max |x| / 127, q = round(x / scale) in [-127, 127]
-      const float s = std::isfinite(m) ? m / 127.0f : std::numeric_limits<float>::quiet_NaN();
-      put_scale(o, b, s);
-      for (std::size_t i = lo; i < hi; ++i) {
-        const T q = s == 0.0f || std::isnan(s) ? T(0) : std::clamp(std::nearbyint(x[i] / static_cast<T>(s)), T(-127), T(127));
-        data[i] = static_cast<std::byte>(static_cast<std::int8_t>(q));
-        x[i] = std::isnan(s) ? T(0) : x[i] - q * static_cast<T>(s);
-      }
-    }
-  }
-}
-
-/// out = D(in), the n = out.size() values that `in` encodes; with `accumulate`, out += D(in).
-template <class T>
-void decode(Compression c, std::span<const std::byte> in, std::size_t block, std::span<T> out, bool accumulate = false) {
-  using namespace codec_detail;
-  const std::size_t n = out.size();
-  if (c == Compression::none || block == 0 || in.size() != encoded_bytes(c, n, block, sizeof(T)))
-    throw std::logic_error("cocod::compress::decode: bad format, block or input size");
-  const std::byte* p = in.data();
-  auto put = [&](std::size_t i, T v) { out[i] = accumulate ? out[i] + v : v; };
-  if (c == Compression::bf16) {
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      put(i, static_cast<T>(from_bf16(h)));
-    }
-    return;
-  }
-  const std::size_t nb = blocks(n, block);
-  const std::byte* data = p + 4 * nb;
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::size_t lo = b * block, hi = std::min(n, lo + block);
-    const auto s = static_cast<T>(get_scale(p, b));
-    for (std::size_t i = lo; i < hi; ++i) {
-      if (c == Compression::fp16) {
-        std::uint16_t h;
-        std::memcpy(&h, data + 2 * i, 2);
-        put(i, static_cast<T>(from_fp16(h)) * s);
-      } else {
-        put(i, static_cast<T>(static_cast<std::int8_t>(data[i])) * s);
-      }
-    }
-  }
-}
-
-/// The most a block's element can lose in one encoding: |x - D(Q(x))| <= bound(c, |x|, max |x|
-/// of its block). bf16: half a unit in the 8th bit, 2^-8 |x| (plus float's own rounding of a
-/// double); fp16: 2^-11 |x|, and at least half fp16's smallest step times the scale; int8: half
-/// a scale step, max / 254.
-[[nodiscard]] inline double error_bound(Compression c, double x_abs, double block_max) noexcept {
-  switch (c) {
-    case Compression::bf16: return std::ldexp(x_abs, -8) * (1.0 + 1e-6) + 1e-45;
-    case Compression::fp16: {
-      const double s = codec_detail::fp16_scale(static_cast<float>(block_max));
-      return std::ldexp(x_abs, -11) * (1.0 + 1e-6) + std::ldexp(s, -25) + 1e-45;
-    }
-    case Compression::int8: return block_max / 254.0 * (1.0 + 1e-4) + 1e-45;
-    default: return 0.0;
-  }
-}
 
 }  // namespace cocod::compress

@@ -15,7 +15,7 @@ namespace cocod {
 ///
 /// | field  | meaning                                                        | default |
 /// |--------|----------------------------------------------------------------|---------|
-/// | format | none (the model itself), bf16, fp16 or int8                    | none    |
+/// | format | none (the model itself), bf16, fp16, int8 or a codec's own     | none    |
 /// | block  | elements per fp32 scale (fp16, int8; >= 1)                     | 256     |
 struct Compress {
   Compression format = Compression::none;
@@ -37,11 +37,15 @@ struct Compress {
                       "comm::Local, Threads, Mpi and Gloo have them, and Throttled and Grouped of one that has them)",
                       compress::name(format));
   }
-  [[nodiscard]] bool active() const noexcept { return format != Compression::none; }
-  /// The fields a resumed run must share with the saved one.
+  [[nodiscard]] bool active() const noexcept { return format.active(); }
+  /// The fields a resumed run must share with the saved one (the codec by its id).
   template <class Archive>
   void serialize(Archive& a) {
-    a("format", format);
+    compress::Id id = compress::id_of(format);
+    a("format", id);
+    if (id != compress::id_of(format))  // (a saved value read back: a built-in codec's, else unchanged)
+      for (const Compression c : compress::builtin)
+        if (compress::id_of(c) == id) format = c;
     a("block", block);
   }
 };

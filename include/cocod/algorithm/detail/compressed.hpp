@@ -17,13 +17,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <type_traits>
 #include <vector>
 
 #include "cocod/backend/backend.hpp"
 #include "cocod/comm/communicator.hpp"
-#include "cocod/compress/codec.hpp"
+#include "cocod/compress/format.hpp"
 #include "cocod/family/compress.hpp"
 #include "cocod/family/fragments.hpp"
 
@@ -39,6 +40,7 @@ class Compressed {
   void configure(const Compress& c, std::size_t workers, std::size_t control, std::size_t capacity, std::size_t total,
                  std::size_t fragments) {
     settings_ = c;
+    coder_ = c.active() ? c.format.template coder<T>(c.block) : nullptr;
     workers_ = workers;
     control_ = control;
     residual_.assign(total, T(0));
@@ -79,7 +81,7 @@ class Compressed {
       if (!withheld) {
         std::fill(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(L_), T(0));
         for (std::size_t i = lo; i < hi; ++i) scratch_[i - lo] = (hs[i] - w * hz[i]) + residual[i];
-        compress::encode(settings_.format, std::span<T>(scratch_.data(), L_), settings_.block, std::span<std::byte>(block, e));
+        coder_->encode(std::span<T>(scratch_.data(), L_), std::span<std::byte>(block, e));
         for (std::size_t i = lo; i < hi; ++i) residual[i] = scratch_[i - lo];
       }
       std::memcpy(block + e, control.data(), control_ * sizeof(T));
@@ -107,8 +109,7 @@ class Compressed {
     for (std::size_t q = 0; q < workers_; ++q) {
       const std::size_t lo = std::min(n_, q * L_), hi = std::min(n_, lo + L_);
       if (lo == hi) continue;
-      compress::decode(settings_.format, std::span<const std::byte>(recv2_.data() + q * e, e), settings_.block,
-                       std::span<T>(scratch_.data(), L_));
+      coder_->decode(std::span<const std::byte>(recv2_.data() + q * e, e), std::span<T>(scratch_.data(), L_));
       for (std::size_t i = lo; i < hi; ++i) out[i] = z[i] + scratch_[i - lo];
     }
     if constexpr (!on_host) store(B{}, s, 0, std::span<const T>(host_model_.data(), n_));
@@ -154,11 +155,10 @@ class Compressed {
     request_.wait();
     const std::size_t b1 = block1(L_), e = block2(L_);
     for (std::size_t q = 0; q < workers_; ++q)
-      compress::decode(settings_.format, std::span<const std::byte>(recv1_.data() + q * b1, e), settings_.block,
-                       std::span<T>(sum_.data(), L_), q > 0);
+      coder_->decode(std::span<const std::byte>(recv1_.data() + q * b1, e), std::span<T>(sum_.data(), L_), q > 0);
     T* r = owner_residual_.data() + fragment_ * owner_slice_;
     for (std::size_t i = 0; i < L_; ++i) sum_[i] += r[i];
-    compress::encode(settings_.format, std::span<T>(sum_.data(), L_), settings_.block, std::span<std::byte>(send2_.data(), e));
+    coder_->encode(std::span<T>(sum_.data(), L_), std::span<std::byte>(send2_.data(), e));
     std::copy(sum_.begin(), sum_.begin() + static_cast<std::ptrdiff_t>(L_), r);
     for (std::size_t q = 0; q < workers_; ++q) {
       const std::byte* c = recv1_.data() + q * b1 + e;
@@ -178,6 +178,7 @@ class Compressed {
   [[nodiscard]] std::size_t block1(std::size_t L) const noexcept { return block2(L) + control_ * sizeof(T); }
 
   Compress settings_{};
+  std::unique_ptr<compress::AnyCoder<T>> coder_;  // the codec's per-run state (none: no coder)
   std::size_t workers_ = 1, control_ = 0;
   std::size_t n_ = 0, L_ = 0, fragment_ = 0, owner_slice_ = 0;
   std::vector<T> residual_, owner_residual_, scratch_, sum_, control_sum_;
