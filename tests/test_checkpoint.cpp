@@ -725,6 +725,55 @@ TEST_CASE("an elastic resume: 3 workers saved, 2 continue from the consensus and
   CHECK(steps[0] == 4 * options.options.period);
 }
 
+// comm::Threads that records the length of every broadcast.
+struct BroadcastLog {
+  cocod::comm::Threads inner;
+  std::vector<std::size_t>* lengths;
+  using Request = cocod::comm::Threads::Request;
+  int rank() const { return inner.rank(); }
+  int size() const { return inner.size(); }
+  template <class T>
+  void broadcast(std::span<T> buffer, int root) {
+    lengths->push_back(buffer.size());
+    inner.broadcast(buffer, root);
+  }
+  template <class T>
+  void all_reduce(std::span<T> buffer) {
+    inner.all_reduce(buffer);
+  }
+  template <class T>
+  Request all_reduce_async(std::span<T> buffer) {
+    return inner.all_reduce_async(buffer);
+  }
+};
+static_assert(cocod::comm::Communicator<BroadcastLog>);
+
+TEST_CASE("an elastic resume broadcasts no parameters: every worker computed the same consensus") {
+  const cocod::Checkpoints store(scratch("elastic-no-broadcast"));
+  interrupted_run<cocod::Optimizer>(store, 4);
+  std::vector<std::vector<std::size_t>> begun(2), resumed(2);
+  std::vector<std::vector<double>> start(2);
+  cocod::comm::Threads::run(2, [&](cocod::comm::Threads threads) {
+    const auto r = static_cast<std::size_t>(threads.rank());
+    for (const bool resume : {false, true}) {
+      Model model = model_of(threads.rank());
+      BroadcastLog comm{threads, resume ? &resumed[r] : &begun[r]};
+      auto opt = cocod_test::make<cocod::Optimizer<Model, BroadcastLog, Schedule>>(comm, options);
+      if (resume)
+        REQUIRE(opt.resume(model, store, cocod::Steps{total_steps}, {.workers_may_change = true}));
+      else
+        opt.begin(model, cocod::Steps{total_steps});
+      start[r] = model.x;
+      opt.finish(model);
+    }
+  });
+  CHECK(start[0] == start[1]);
+  for (std::size_t r = 0; r < 2; ++r) {
+    CHECK(std::count(begun[r].begin(), begun[r].end(), std::size_t{6}) == 1);  // a fresh run: rank 0's parameters
+    CHECK(std::count(resumed[r].begin(), resumed[r].end(), std::size_t{6}) == 0);
+  }
+}
+
 TEST_CASE("an elastic resume keeps the passes over the data an Epochs length promised") {
   // 240 samples shared by the workers, batches of 4: 20 steps a pass with 3 workers, 30 with 2.
   // 3 workers save at round 4 (step 12: 0.6 passes); 2 continue with the 1.4 passes still due

@@ -179,7 +179,7 @@ TEST_CASE("a worker's own --min-workers holds the first epoch; the log file; a w
   using Trainer = cocod::Optimizer<cocod_test::LeastSquares<double>, cocod::comm::Gloo>;
   const auto train_zero = [&] {
     cocod::elastic::train<Trainer>(late, zero, cocod::Steps{1}, [](int, int) { return cocod_test::LeastSquares<double>(5, 5, 1); },
-                                   [](auto&, cocod::comm::Gloo) {});
+                                   [](cocod::comm::Gloo c) { return Trainer(c, {}); });
   };
   CHECK_THROWS_WITH_AS(train_zero(), "cocod::elastic::TrainOptions: snapshot_every must be >= 1 (got 0)", std::invalid_argument);
   zero.snapshot_every = 1;
@@ -305,9 +305,9 @@ struct Fleet {
             [id, n = samples](int, int workers) {
               return Model(n ? n / static_cast<std::size_t>(workers) : 50, 13, 500 + static_cast<std::uint64_t>(id));
             },
-            [&](auto& opt, cocod::comm::Gloo c) {
-              std::apply([&](auto&&... p) { opt.emplace(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
-                         cocod_test::family_of<Trainer>(setup));
+            [&](cocod::comm::Gloo c) {
+              return std::apply([&](auto&&... p) { return Trainer(c, setup.options, cocod_test::update_of<typename Trainer::update_type>(setup), p...); },
+                                cocod_test::family_of<Trainer>(setup));
             },
             [&](const cocod::RoundStats& r, const Epoch& e, const Model&) {
               if (fault) fault(r, e, m);
@@ -550,7 +550,7 @@ TEST_CASE("every algorithm and the family's exchanges survive a leave and a join
 
 namespace {
 // The local update's state in a state's bytes: its buffers in turn (and Adam's step count).
-std::vector<double> update_state_of(const cocod::elastic::Snapshots::State& state, const std::vector<std::string>& buffers) {
+std::vector<double> update_state_of(const cocod::elastic::Snapshots::Snapshot& state, const std::vector<std::string>& buffers) {
   const cocod::checkpoint::FileReader file(state.bytes, "state");
   auto f = file.fields("update");
   std::vector<double> all;
@@ -563,7 +563,7 @@ std::vector<double> update_state_of(const cocod::elastic::Snapshots::State& stat
 }
 
 // The fields of a section of a state's bytes, one after the other.
-std::vector<std::byte> section_of(const cocod::elastic::Snapshots::State& state, const char* section) {
+std::vector<std::byte> section_of(const cocod::elastic::Snapshots::Snapshot& state, const char* section) {
   const cocod::checkpoint::FileReader file(state.bytes, "state");
   auto f = file.fields(section);
   std::vector<std::byte> all;
@@ -575,7 +575,7 @@ std::vector<std::byte> section_of(const cocod::elastic::Snapshots::State& state,
 }
 
 // One field of a section of a state's bytes, as doubles.
-std::vector<double> field_of(const cocod::elastic::Snapshots::State& state, const char* section, const std::string& field) {
+std::vector<double> field_of(const cocod::elastic::Snapshots::Snapshot& state, const char* section, const std::string& field) {
   const cocod::checkpoint::FileReader file(state.bytes, "state");
   auto f = file.fields(section);
   for (std::string name(f.next_name()); !name.empty(); name = f.next_name()) {
@@ -602,7 +602,7 @@ enum class Held { own, alike };
 // of the state (a newcomer with the donor's); `held`: the workers' parts differ, or are alike.
 template <class Trainer, class Part>
 void check_kept(const cocod_test::Setup& s, Held held, Part part) {
-  using Values = decltype(part(std::declval<const cocod::elastic::Snapshots::State&>()));
+  using Values = decltype(part(std::declval<const cocod::elastic::Snapshots::Snapshot&>()));
   for (const bool newcomer : {false, true}) {
     CAPTURE(newcomer);
     std::vector<Values> kept(2), continued(2);

@@ -81,7 +81,7 @@ int elastic_main(const Args& args, MakeModel make, Evaluate evaluate, const Upda
   };
   with_algorithm<Model, cocod::comm::Gloo, Update>(key, settings, schedule, [&]<class Trainer>(const auto&... parts) {
     auto result = cocod::elastic::train<Trainer>(member, o, cocod::Epochs{args.epochs}, make,
-                                                 [&](std::optional<Trainer>& opt, cocod::comm::Gloo c) { opt.emplace(c, parts...); },
+                                                 [&](cocod::comm::Gloo c) { return Trainer(c, parts...); },
                                                  on_round);
     if (!result.report) {
       std::printf("# this worker left the run (%lld membership epochs)\n", static_cast<long long>(result.epochs));

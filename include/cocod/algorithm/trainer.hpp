@@ -34,9 +34,16 @@ struct ResumeOptions {
 };
 
 namespace detail {
-/// How a resume begins the run: at step `at`, `p` far through its data (Progress{} and 0: a
-/// fresh run).
-using BeginAt = std::function<void(const Progress& p, std::size_t at)>;
+/// Where a resume begins the run: at step `step`, `progress` far through its data ({}: a fresh
+/// run). `agreed`: every worker already holds the same parameters (a consensus each of them
+/// computed in the same order), so rank 0's are not broadcast again.
+struct BeginPoint {
+  Progress progress{};
+  std::size_t step = 0;
+  bool agreed = false;
+};
+/// How a resume begins the run.
+using BeginAt = std::function<void(const BeginPoint&)>;
 }  // namespace detail
 
 /// An algorithm and the run API its users call: cocod::CoCoDSGD, SyncSGD, LocalSGD, PipeSGD and
@@ -90,7 +97,7 @@ class Trainer {
                                        "cocod::Steps{n} or cocod::Rounds{n}");
     if constexpr (StopCondition<Stop>) {
       if (resume_from_) {
-        resume_from_(model, [&](const Progress& p, std::size_t at) { begin_at(model, stop, p, at); });
+        resume_from_(model, [&](const detail::BeginPoint& at) { begin_at(model, stop, at); });
         resume_from_ = nullptr;  // (kept when the resume failed: a retry resumes again)
       } else {
         begin(model, stop);
@@ -130,18 +137,13 @@ class Trainer {
   /// the parameter count (DistributedError on every worker if they differ), broadcasts rank 0's
   /// parameters and computes the weights w_i. Then: next_batch() and step() until you stop,
   /// and finish().
-  void begin(Model& model) {
-    run_.setup(model, name, [&](span_type x) {
-      operations_type ops{run_, model};
-      if constexpr (hooks) rule_.begin(ops, x);
-    });
-  }
+  void begin(Model& model) { start(model, true); }
   /// Starts a run whose length is given by Epochs, Steps or Rounds (info().total_steps).
   template <class Stop>
   void begin(Model& model, const Stop& stop) {
     static_assert(StopCondition<Stop>, "cocod: begin(model, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
-    begin_at(model, stop, Progress{}, 0);
+    begin_at(model, stop, {});
   }
 
   /// Saves the run into `store` (a cocod::Checkpoints, from <cocod/checkpoint.hpp>), as the
@@ -168,7 +170,7 @@ class Trainer {
     static_assert(StopCondition<Stop>, "cocod: resume(model, store, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
                                        "cocod::Rounds{n}");
     try {
-      return session(store).resume(model, [&](const Progress& p, std::size_t at) { begin_at(model, stop, p, at); }, options);
+      return session(store).resume(model, [&](const detail::BeginPoint& at) { begin_at(model, stop, at); }, options);
     } catch (...) {  // (a run begun from a state that does not fit, or whose event sink failed, ends)
       run_.abandon();
       throw;
@@ -248,15 +250,22 @@ class Trainer {
       : run_(std::move(comm), std::move(options), std::move(parts.schedule), std::move(parts.update)),
         settings_(std::move(parts.settings)),
         rule_(detail::make_rule<rule_type, typename Run::CommImpl>(settings_)) {}
-  // begin(model, stop) for a run that continues at step `at`, `p` far through its data (a
-  // resume's): an Epochs length counts the passes still due from there.
+  // begin(model), broadcasting rank 0's parameters unless every worker holds the same already.
+  void start(Model& model, bool broadcast) {
+    run_.setup(model, name, broadcast, [&](span_type x) {
+      operations_type ops{run_, model};
+      if constexpr (hooks) rule_.begin(ops, x);
+    });
+  }
+  // begin(model, stop) for a run that continues at `at` (a resume's): an Epochs length counts
+  // the passes still due from there.
   template <class Stop>
-  void begin_at(Model& model, const Stop& stop, const Progress& p, std::size_t at) {
-    begin(model);
+  void begin_at(Model& model, const Stop& stop, const detail::BeginPoint& at) {
+    start(model, !at.agreed);
     if constexpr (StopCondition<Stop>) {
       try {
-        run_.loop().continue_from(p, at);
-        if constexpr (requires { stop.steps_from(p); })
+        run_.loop().continue_from(at.progress, at.step);
+        if constexpr (requires { stop.steps_from(at.progress); })
           run_.set_length(stop.steps_from(run_.loop().progress()));
         else
           run_.set_length(stop.steps(info().steps_per_epoch, run_.loop().plan().period));

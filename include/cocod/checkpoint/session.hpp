@@ -82,7 +82,7 @@ class Session {
     auto& comm = run_.comm();
     const auto found = find();
     if (!found) {
-      begin({}, 0);
+      begin({});
       return {};
     }
     if (found->workers != comm.size()) {
@@ -98,7 +98,7 @@ class Session {
       file.emplace(bytes, found->file(comm.rank()).string());
       from = format_.progress(*file);
     }, [] {});
-    begin(from, static_cast<std::size_t>(found->step));
+    begin({from, static_cast<std::size_t>(found->step)});
     detail::agreed(comm, none, unknown("resumed"), [&] {
       format_.check(*file, expected(*found, comm.rank()), ModelParameters::of(model), false);
     }, [] {});
@@ -190,7 +190,7 @@ class Session {
     });
     cocod::detail::copy_in(x, consensus);
     if constexpr (StatefulModel<Model>) model.load_state(std::span<const std::byte>(model_state));
-    begin(from, static_cast<std::size_t>(first.step));
+    begin({from, static_cast<std::size_t>(first.step), true});  // (every worker computed the same consensus)
   }
 
   const Checkpoints& store_;

@@ -48,7 +48,7 @@ class Nccl {
     nccl_detail::check(cudaSetDevice(device), "cudaSetDevice");
     ncclComm_t comm = nullptr;
     nccl_detail::check(ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
-    state_ = std::make_shared<nccl_detail::State>(comm, device);
+    state_ = std::make_shared<nccl_detail::Handles>(comm, device);
   }
 
   /// Runs fn(Nccl) on one thread per device (NCCL wants one thread per communicator), rank r on
@@ -62,7 +62,7 @@ class Nccl {
     std::vector<ncclComm_t> comms(devices.size());
     nccl_detail::check(ncclCommInitAll(comms.data(), n, devices.data()), "ncclCommInitAll");
     std::atomic<bool> aborted{false};
-    // run owns the communicators: a worker's State never destroys one (a failing worker's would
+    // run owns the communicators: a worker's Handles never destroys one (a failing worker's would
     // be destroyed while it unwinds, then aborted: a use after free), and each is either
     // aborted once (when a worker failed; ncclCommAbort frees it) or destroyed once at the end.
     struct Release {
@@ -78,7 +78,7 @@ class Nccl {
         [&](int r) {
           const auto i = static_cast<std::size_t>(r);
           try {
-            Nccl comm(std::make_shared<nccl_detail::State>(comms[i], devices[i], false));
+            Nccl comm(std::make_shared<nccl_detail::Handles>(comms[i], devices[i], false));
             fn(comm);
           } catch (const Aborted&) {
             throw;
@@ -180,7 +180,7 @@ class Nccl {
   }
 
  private:
-  explicit Nccl(std::shared_ptr<nccl_detail::State> s) : state_(std::move(s)) {}
+  explicit Nccl(std::shared_ptr<nccl_detail::Handles> s) : state_(std::move(s)) {}
 
   Request record() { return Request::recorded_on(state_->stream); }
   void after_compute() { state_->after_compute(); }
@@ -194,7 +194,7 @@ class Nccl {
     nccl_detail::check(cudaMemcpy(buffer.data(), d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
 
-  std::shared_ptr<nccl_detail::State> state_;
+  std::shared_ptr<nccl_detail::Handles> state_;
 };
 
 }  // namespace cocod::comm

@@ -46,7 +46,8 @@ class Refused : public Aborted {
 /// A cheap handle (copies share the states): the states of this worker's last `keep` round ends.
 class Snapshots {
  public:
-  struct State {
+  /// This worker's state at one round end.
+  struct Snapshot {
     std::size_t round = 0, step = 0;
     std::vector<std::byte> bytes;  // the checkpoint-format file of this worker (its sections carry CRCs)
   };
@@ -63,14 +64,14 @@ class Snapshots {
   void plan(Plan p) { data_->plan = p; }
   [[nodiscard]] const Plan& plan() const noexcept { return data_->plan; }
   /// The states held, oldest first.
-  [[nodiscard]] const std::deque<State>& held() const noexcept { return data_->states; }
-  [[nodiscard]] const State* at(std::size_t round) const noexcept {
-    for (const State& s : data_->states)
+  [[nodiscard]] const std::deque<Snapshot>& held() const noexcept { return data_->states; }
+  [[nodiscard]] const Snapshot* at(std::size_t round) const noexcept {
+    for (const Snapshot& s : data_->states)
       if (s.round == round) return &s;
     return nullptr;
   }
   /// Keeps `s` (replacing a state of the same round), dropping the oldest beyond `keep`.
-  void add(State s) const {
+  void add(Snapshot s) const {
     auto& q = data_->states;
     while (!q.empty() && q.back().round >= s.round) q.pop_back();
     q.push_back(std::move(s));
@@ -82,7 +83,7 @@ class Snapshots {
  private:
   struct Data {
     std::size_t keep = 2;
-    std::deque<State> states;
+    std::deque<Snapshot> states;
     Plan plan;
   };
   std::shared_ptr<Data> data_;
@@ -117,69 +118,84 @@ class Session {
     const Snapshots::Plan& plan = store_.plan();
     if (!plan.round) {
       store_.clear();
-      begin({}, 0);
+      begin({});
       return {};
     }
-    auto& comm = run_.comm();
-    const auto n = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
-    const Snapshots::State* own = store_.at(*plan.round);
-    // The donor's state, to every worker (its settings and counters; the newcomers' model state).
-    double size[1] = {own && comm.rank() == plan.donor ? static_cast<double>(own->bytes.size()) : 0.0};
-    comm.broadcast(std::span<double>(size), plan.donor);
-    std::vector<double> packed = comm.rank() == plan.donor ? pack(own->bytes) : std::vector<double>((static_cast<std::size_t>(size[0]) + 7) / 8);
-    comm.broadcast(std::span<double>(packed), plan.donor);
-    std::vector<std::byte> donor_bytes(static_cast<std::size_t>(size[0]));
-    std::memcpy(donor_bytes.data(), packed.data(), donor_bytes.size());
     const std::string name = "in-memory state of round " + std::to_string(*plan.round) + " (epoch " + std::to_string(plan.epoch) + ")";
+    const Snapshots::Snapshot* own = store_.at(*plan.round);
+    const std::vector<std::byte> donor_bytes = donor_state(own, plan.donor);
     const checkpoint::FileReader donor(donor_bytes, name);
     const checkpoint::Header h = checkpoint::read_header(donor);
     Span x = cocod::detail::ModelCalls<Model>::parameters(model);
-    // Each worker checks the donor's settings against its own; the outcome is agreed.
-    std::string refused;
-    try {
-      format_.check(donor, {static_cast<int>(h.rank), h.round, h.step, static_cast<int>(h.workers)}, x.size(), true);
-    } catch (const CheckpointError& e) {
-      refused = e.what();
-    }
-    std::vector<double> flags(n, 0.0);
-    flags[rank] = refused.empty() ? 0.0 : 1.0;
-    comm.all_reduce(std::span<double>(flags));
-    for (std::size_t j = 0; j < n; ++j)
-      if (flags[j] != 0.0) {
-        if (!refused.empty()) throw CheckpointError(refused);
-        throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(plan.epoch) +
-                      " was refused: its settings differ from the run's");
-      }
-    // x = sum_j w_j x_j / sum_j w_j over the workers that hold round R (newcomers add nothing).
-    std::vector<T> sum(x.size() + 1, T(0));
+    check_settings(donor, h, x.size(), plan.epoch);
     std::optional<checkpoint::FileReader> mine;
-    if (own) {
-      mine.emplace(own->bytes, name);
-      const auto w = static_cast<T>(checkpoint::read_header(*mine).weight);
-      const auto part = mine->fields("parameters").template values<T>("x", x.size());
-      for (std::size_t i = 0; i < x.size(); ++i) sum[i] = w * part[i];
-      sum[x.size()] = w;
-    }
-    comm.all_reduce(std::span<T>(sum));
-    std::vector<T> consensus(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) consensus[i] = sum[i] / sum[x.size()];
-    cocod::detail::copy_in(x, consensus);
-    if constexpr (StatefulModel<Model>) {
-      const auto s = (mine ? *mine : donor).fields("model").bytes("state");
-      model.load_state(s);
-    }
-    begin(format_.progress(donor), static_cast<std::size_t>(h.step));  // (an Epochs length: the passes still due)
-    format_.load_own(mine ? *mine : donor);  // its own momentum and carried state (a newcomer: the donor's)
+    if (own) mine.emplace(own->bytes, name);
+    cocod::detail::copy_in(x, consensus(mine ? &*mine : nullptr, x.size()));
+    const checkpoint::FileReader& state = mine ? *mine : donor;  // its own state (a newcomer: the donor's)
+    if constexpr (StatefulModel<Model>) model.load_state(state.fields("model").bytes("state"));
+    // (an Epochs length: the passes still due; every worker holds the consensus: no broadcast)
+    begin({format_.progress(donor), static_cast<std::size_t>(h.step), true});
+    format_.load_own(state);  // its own momentum and carried state
     // Dropped only now (`mine` reads its bytes): a loss during begin() leaves this worker its
     // states, so that the next epoch still finds round R held (the members that got this far
     // hold R's continuation instead; the steps agree, the next consensus averages both).
     store_.clear();
     Resumed r{true, static_cast<std::size_t>(h.round), static_cast<std::size_t>(h.step), static_cast<int>(h.workers), name};
-    run_.continue_at(r, "continued from the " + name + " with " + std::to_string(n) + " workers");
+    run_.continue_at(r, "continued from the " + name + " with " + std::to_string(run_.comm().size()) + " workers");
     return r;
   }
 
  private:
+  // The donor's state, to every worker (its settings and counters; the newcomers' model state).
+  std::vector<std::byte> donor_state(const Snapshots::Snapshot* own, int donor) {
+    auto& comm = run_.comm();
+    const bool giver = comm.rank() == donor;
+    double size[1] = {own && giver ? static_cast<double>(own->bytes.size()) : 0.0};
+    comm.broadcast(std::span<double>(size), donor);
+    std::vector<double> packed = giver ? pack(own->bytes) : std::vector<double>((static_cast<std::size_t>(size[0]) + 7) / 8);
+    comm.broadcast(std::span<double>(packed), donor);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(size[0]));
+    std::memcpy(bytes.data(), packed.data(), bytes.size());
+    return bytes;
+  }
+  // Each worker checks the donor's settings against its own; the outcome is agreed: the refused
+  // worker throws the CheckpointError naming what differs, the others elastic::Refused.
+  void check_settings(const checkpoint::FileReader& donor, const checkpoint::Header& h, std::size_t parameters,
+                      std::int64_t epoch) {
+    auto& comm = run_.comm();
+    const auto n = static_cast<std::size_t>(comm.size());
+    std::string refused;
+    try {
+      format_.check(donor, {static_cast<int>(h.rank), h.round, h.step, static_cast<int>(h.workers)}, parameters, true);
+    } catch (const CheckpointError& e) {
+      refused = e.what();
+    }
+    std::vector<double> flags(n, 0.0);
+    flags[static_cast<std::size_t>(comm.rank())] = refused.empty() ? 0.0 : 1.0;
+    comm.all_reduce(std::span<double>(flags));
+    for (std::size_t j = 0; j < n; ++j)
+      if (flags[j] != 0.0) {
+        if (!refused.empty()) throw CheckpointError(refused);
+        throw Refused("cocod::elastic: rank " + std::to_string(j) + " of epoch " + std::to_string(epoch) +
+                      " was refused: its settings differ from the run's");
+      }
+  }
+  // x = sum_j w_j x_j / sum_j w_j over the workers that hold round R (`mine`: this worker's state
+  // of R; a newcomer, nullptr, adds nothing), the same bits on every worker.
+  std::vector<T> consensus(const checkpoint::FileReader* mine, std::size_t parameters) {
+    std::vector<T> sum(parameters + 1, T(0));
+    if (mine) {
+      const auto w = static_cast<T>(checkpoint::read_header(*mine).weight);
+      const auto part = mine->fields("parameters").template values<T>("x", parameters);
+      for (std::size_t i = 0; i < parameters; ++i) sum[i] = w * part[i];
+      sum[parameters] = w;
+    }
+    run_.comm().all_reduce(std::span<T>(sum));
+    std::vector<T> x(parameters);
+    for (std::size_t i = 0; i < parameters; ++i) x[i] = sum[i] / sum[parameters];
+    return x;
+  }
+
   const Snapshots& store_;
   Run& run_;
   checkpoint::detail::WorkerFile<Run, Rule, Settings> format_;

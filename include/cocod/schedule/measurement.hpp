@@ -68,7 +68,7 @@ template <measuring_schedule Schedule>
 class Window<Schedule> {
  public:
   /// What the window holds between rounds (all of it run state).
-  struct State {
+  struct Sums {
     double compute_s = 0.0, samples = 0.0, comm_s = 0.0;  ///< the open window's sums
     std::size_t collectives = 0;
     double round_collective_s = 0.0, round_collective_sq = 0.0;  ///< sums of each round's mean all-reduce time, and of its square
@@ -81,7 +81,7 @@ class Window<Schedule> {
   };
 
   void start(int workers) {
-    s_ = State{};
+    s_ = Sums{};
     s_.measured.assign(2 * static_cast<std::size_t>(workers), 0.0);
   }
   /// 2N: one seconds-per-sample and one seconds-per-all-reduce slot per worker.
@@ -191,7 +191,7 @@ class Window<Schedule> {
   }
 
  private:
-  State s_{};
+  Sums s_{};
 };
 
 }  // namespace cocod::schedule

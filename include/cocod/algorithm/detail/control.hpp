@@ -60,7 +60,7 @@ class ControlSlots {
 class Votes {
  public:
   /// Run state: the loss waiting to be sent, the consensus that arrived, the votes.
-  struct State {
+  struct Tally {
     std::size_t ready_round = npos;  ///< the round whose mean loss waits to be sent
     double ready_loss = 0.0;
     std::size_t consensus_round = npos;  ///< the round of the latest consensus loss
@@ -73,10 +73,10 @@ class Votes {
 
   void start(std::size_t workers) {
     workers_ = workers;
-    s_ = State{};
+    s_ = Tally{};
     out_of_step_ = false;
   }
-  [[nodiscard]] const State& state() const noexcept { return s_; }
+  [[nodiscard]] const Tally& state() const noexcept { return s_; }
 
   /// The mean loss of `round` is ready to travel with the next reduced buffer.
   void loss_ready(std::size_t round, double mean_loss) noexcept {
@@ -150,7 +150,7 @@ class Votes {
  private:
   static constexpr std::size_t step_mask = (std::size_t{1} << 20) - 1;
   static constexpr std::size_t finish_mark = std::size_t{1} << 21;  // (step & step_mask) + 1 <= 2^20 < finish_mark
-  State s_{};
+  Tally s_{};
   std::size_t workers_ = 0;
   bool out_of_step_ = false;
   std::vector<double> steps_seen_;  // only when out of step: the error is being made

@@ -33,10 +33,11 @@ class Run : public RunState<Model, Comm, Schedule, Update> {
   using typename Base::T, typename Base::B, typename Base::Span, typename Base::CommImpl;
   using Base::Base, Base::emit, Base::measuring;
 
-  /// Starts a run: the workers agree on the sizes, rank 0's parameters are broadcast, every part
-  /// starts, and begin(x) starts the algorithm.
+  /// Starts a run: the workers agree on the sizes, rank 0's parameters are broadcast (unless
+  /// `broadcast` is false: every worker holds the same already), every part starts, and
+  /// begin(x) starts the algorithm.
   template <class Begin>
-  void setup(Model& model, const char* name, Begin&& begin) {
+  void setup(Model& model, const char* name, bool broadcast, Begin&& begin) {
     static_assert(!(requires(Model& m) { m.buffers(); } && !BufferedModel<Model>),
                   "cocod::BufferedModel: the model's buffers() must return one contiguous buffer of the parameters' "
                   "scalar and memory space, by reference or as a view (std::span<T>, cocod::device_span<T>), not an "
@@ -52,7 +53,7 @@ class Run : public RunState<Model, Comm, Schedule, Update> {
     if constexpr (requires(const Model& m) { { m.layout_fingerprint() } -> std::convertible_to<std::uint64_t>; })
       layout = std::as_const(model).layout_fingerprint();
     const Agreed agreed = agree(comm, x.size(), samples, plan.batch_size, plan.period, layout);
-    comm.broadcast(x, 0);
+    if (broadcast) comm.broadcast(x, 0);
     const RunInfo info{name, comm.rank(), comm.size(), x.size(), plan.period, plan.batch_size, agreed.total_batch,
                        static_cast<double>(plan.batch_size) / static_cast<double>(agreed.total_batch),
                        agreed.total_samples / static_cast<double>(agreed.total_batch), 0, plan.hiding_steps};

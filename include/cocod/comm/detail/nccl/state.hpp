@@ -27,7 +27,7 @@ ncclDataType_t type() {
   return std::is_same_v<T, double> ? ncclDouble : ncclFloat;
 }
 
-struct State {
+struct Handles {
   ncclComm_t comm = nullptr;
   int rank = 0, size = 1, device = 0;
   cudaStream_t stream = nullptr;
@@ -36,16 +36,16 @@ struct State {
 
   bool owns_comm = true;  // false under Nccl::run, which destroys or aborts its communicators itself
 
-  State(ncclComm_t c, int device_, bool owns = true) : comm(c), device(device_), owns_comm(owns) {
+  Handles(ncclComm_t c, int device_, bool owns = true) : comm(c), device(device_), owns_comm(owns) {
     check(cudaSetDevice(device), "cudaSetDevice");
     check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
     check(ncclCommCount(comm, &size), "ncclCommCount");
     // Non-blocking: the legacy default stream, where Thrust's kernels run, does not wait for it.
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   }
-  State(const State&) = delete;
-  State& operator=(const State&) = delete;
-  ~State() {
+  Handles(const Handles&) = delete;
+  Handles& operator=(const Handles&) = delete;
+  ~Handles() {
     if (scratch) cudaFree(scratch);
     if (stream) cudaStreamDestroy(stream);
     if (comm && owns_comm) ncclCommDestroy(comm);
