@@ -7,6 +7,7 @@
 #include <cocod.hpp>
 
 #include <cmath>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -319,19 +320,9 @@ struct Simulation {
       for (std::size_t i = 0; i < N; ++i) now[i] = models[i].x;
       history.push_back(now);
     }
-    Vec c = z;
-    if (eager) {  // finish: the average of the models
-      for (std::size_t j = 0; j < d; ++j) {
-        T acc = w[0] * models[0].x[j];
-        for (std::size_t i = 1; i < N; ++i) acc = acc + w[i] * models[i].x[j];
-        c[j] = acc;
-      }
-      history.push_back(Models(N, c));
-      return history;
-    }
-    exchange_pending();  // finish: the last round's progress lands
+    exchange_pending();  // finish, either start: the last round's progress lands on z
     land();
-    c = z;
+    Vec c = z;
     if (F > 1) {  // and the exact average of the progress no post carried
       for (std::size_t j = 0; j < d; ++j) {
         T acc = w[0] * (models[0].x[j] - start[0][j]);
@@ -458,6 +449,78 @@ TEST_CASE("DiLoCo with delayed outer gradients matches a plain recomputation: ea
       check(2, o, 9);
     }
   }
+}
+
+// The weighted average of the workers' consensus shares at each round end of one run, and the
+// model finish() leaves after that many rounds in another.
+std::pair<Models, Models> shares_and_finishes(int n, const cocod_test::Setup& o, std::size_t rounds) {
+  Models average(rounds, Vec(11, T(0))), finished(rounds);
+  std::mutex m;
+  cocod::comm::Threads::run(n, [&](cocod::comm::Threads comm) {
+    Model model = make(comm.rank());
+    auto opt = cocod_test::make<cocod::DelayedDiLoCo<Model, cocod::comm::Threads>>(comm, o);
+    opt.begin(model);
+    Vec share(11);
+    for (std::size_t round = 0; round < rounds;) {
+      opt.step(model, opt.next_batch());
+      if (!opt.round_ended()) continue;
+      opt.consensus_share(model, share);
+      const std::lock_guard lock(m);
+      for (std::size_t j = 0; j < 11; ++j) average[round][j] += opt.info().weight * share[j];
+      ++round;
+    }
+    opt.finish(model);
+  });
+  for (std::size_t r = 0; r < rounds; ++r) finished[r] = run_library<cocod::DelayedDiLoCo>(n, o, r + 1).back()[0];
+  return {average, finished};
+}
+
+TEST_CASE("Delayed DiLoCo: each round end's consensus shares average to the model finish() would leave there, eager and "
+          "delayed") {
+  for (const auto start : {cocod::OuterStart::eager, cocod::OuterStart::delayed}) {
+    const std::string name = cocod::to_string(start);
+    CAPTURE(name);
+    auto o = base(3, {1.0, 2.0, 1.5});
+    o.delay.start = start;
+    auto check = [&](int n, const cocod_test::Setup& s) {
+      const auto [average, finished] = shares_and_finishes(n, s, 5);
+      for (std::size_t r = 0; r < average.size(); ++r) {
+        CAPTURE(r);
+        for (std::size_t j = 0; j < average[r].size(); ++j) CHECK(average[r][j] == doctest::Approx(finished[r][j]).epsilon(1e-12));
+      }
+    };
+    SUBCASE("DiLoCo's outer step, 3 workers of unequal batches") { check(3, o); }
+    SUBCASE("plain averaging, 2 workers") {
+      o.outer = cocod::Outer{1.0, 0.0, false};
+      o.options.speeds = {1.0, 3.0};
+      check(2, o);
+    }
+    SUBCASE("three fragments") {
+      o.fragments.count = 3;
+      check(3, o);
+    }
+  }
+}
+
+TEST_CASE("consensus_share(): an out of another size is refused naming it; under Delayed-DiLoCo, a call while its exchange is "
+          "in flight too; elsewhere it is the parameters") {
+  cocod::comm::Threads::run(1, [&](cocod::comm::Threads comm) {
+    Model model = make(0);
+    auto o = base(3, {1.0});
+    auto opt = cocod_test::make<cocod::DelayedDiLoCo<Model, cocod::comm::Threads>>(comm, o);
+    opt.begin(model);
+    Vec wrong(10), share(11);
+    CHECK_THROWS_WITH_AS(opt.consensus_share(model, wrong),
+                         "cocod: consensus_share(): out must have 11 values, one a parameter (got 10)", std::invalid_argument);
+    for (int i = 0; i < 4; ++i) opt.step(model, opt.next_batch());  // the first step of round 1 posted round 0's progress
+    CHECK_THROWS_AS(opt.consensus_share(model, share), std::logic_error);
+    auto local = cocod_test::make<cocod::LocalSGD<Model, cocod::comm::Threads>>(comm, o);
+    Model other = make(0);
+    local.begin(other);
+    local.step(other, local.next_batch());
+    local.consensus_share(other, share);
+    CHECK(share == other.x);
+  });
 }
 
 TEST_CASE("With one worker, delayed DiLoCo's eager start is Local-SGD with the outer step bit for bit, at every round") {

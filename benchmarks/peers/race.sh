@@ -15,6 +15,10 @@
 #             and delayed DiLoCo, eager and naive; no link limit (about 30 minutes)
 #   delay     blocking, eager and naive delayed DiLoCo with gentler outer steps: outer momentum
 #             0.5, and plain averaging (outer SGD, lr 1, no momentum); no link limit (35 minutes)
+#   outer-lr
+#             the outer learning rate of delayed DiLoCo, eager and naive, against blocking DiLoCo
+#             at its 0.7: outer Nesterov 0.9 at lr OUTER_LRS (default 0.2 0.3 0.4 0.5), at k =
+#             DELAY_PERIODS (default 8 16 32); no link limit (about 13 minutes a period)
 #   1gbit, 100mbit, 10mbit
 #             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
 #             each (and DDP at 1 Gbit/s), and cocod the way a user gets it without choosing: the
@@ -36,11 +40,11 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 bench_help "$0" "${1:-}"
-all_parts=(accuracy delay 1gbit 1gbit-sweep 100mbit 100mbit-sweep 10mbit 10mbit-sweep cnn)
+all_parts=(accuracy delay outer-lr 1gbit 1gbit-sweep 100mbit 100mbit-sweep 10mbit 10mbit-sweep cnn)
 parts=() out="$COCOD_ROOT/results/benchmarks"
 for a in "$@"; do
   case "$a" in
-    accuracy|delay|1gbit|100mbit|10mbit|1gbit-sweep|100mbit-sweep|10mbit-sweep|cnn|smoke) parts+=("$a") ;;
+    accuracy|delay|outer-lr|1gbit|100mbit|10mbit|1gbit-sweep|100mbit-sweep|10mbit-sweep|cnn|smoke) parts+=("$a") ;;
     all) parts+=("${all_parts[@]}") ;;
     -*) echo "benchmarks/peers/race.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
     *) out="$a" ;;
@@ -163,6 +167,14 @@ for p in "${parts[@]}"; do
       for k in 8 16 32; do
         suffix="[m=0.5]" cocod none local+outer,diloco-delayed,diloco-delayed+delayed "$k" --outer-momentum 0.5
         suffix="[avg]" cocod none local+outer,diloco-delayed,diloco-delayed+delayed "$k" --outer sgd --outer-lr 1 --outer-momentum 0
+      done ;;
+    outer-lr)  # the outer lr of both delayed starts, against blocking DiLoCo at its own
+      begin_part mlp outer-lr "$epochs"
+      for k in ${DELAY_PERIODS:-8 16 32}; do
+        cocod none local+outer "$k"
+        for lr in ${OUTER_LRS:-0.2 0.3 0.4 0.5}; do
+          suffix="[lr=$lr]" cocod none diloco-delayed,diloco-delayed+delayed "$k" --outer-lr "$lr"
+        done
       done ;;
     1gbit) link_part 1gbit "4 8 16" ;;
     100mbit) link_part 100mbit "16 32 64" ;;

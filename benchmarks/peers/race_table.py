@@ -12,7 +12,10 @@ Verdicts, per link (a part named after its rate, joined with its sweep part RATE
      Local-SGD's final accuracy at the same k (Local-SGD from the accuracy part: its accuracy at
      a fixed k does not depend on the link);
 and from the accuracy part:
-  3. eager delayed DiLoCo within 0.2 points of blocking DiLoCo at every whole epoch, k = 8..32.
+  3. eager delayed DiLoCo within 0.2 points of blocking DiLoCo at every whole epoch, k = 8..32;
+and from the outer-lr part, at each k:
+  4. eager delayed DiLoCo at its best outer lr within 0.2 points of blocking DiLoCo at the end,
+     and within 1 point at every whole epoch.
 
   race_table.py OUT_DIR [--target 0.86] [--target-cnn 0.88] [--workers 4]
 """
@@ -133,6 +136,42 @@ def accuracy_part(rows, target, verdicts, settings=("",)):
         verdicts.append(met)
 
 
+def outer_lr_part(rows, verdicts):
+    """Delayed DiLoCo at each outer lr against blocking DiLoCo at its own: the final accuracy and
+    the worst gap at a whole epoch, and the verdict on the best eager setting at each k (within
+    0.2 points at the end, 1 point at its worst epoch)."""
+    print("# %4s %-12s %9s %9s %9s %9s" % ("k", "outer lr", "eager", "worst", "naive", "worst"))
+    for k in sorted({int(v["k"]) for v in rows.values()}):
+        blocking = rows.get("cocod Local-SGD+outer k=%d" % k)
+        if not blocking:
+            print("# k=%d: blocking DiLoCo missing: NOT met" % k)
+            verdicts.append(False)
+            continue
+        print("  %4d %-12s %9.4f   (blocking DiLoCo)" % (k, "0.7", blocking["final"]))
+
+        def gap(v):
+            epochs = sorted(set(blocking["by_epoch"]) & set(v["by_epoch"]))
+            return max(blocking["by_epoch"][e] - v["by_epoch"][e] for e in epochs) if epochs else float("nan")
+        best = None
+        for n, v in rows.items():
+            if not n.startswith("cocod Delayed-DiLoCo[lr=") or not n.endswith(" k=%d" % k):
+                continue
+            lr = n.split("[lr=", 1)[1].split("]", 1)[0]
+            naive = rows.get("cocod Delayed-DiLoCo+delayed[lr=%s] k=%d" % (lr, k))
+            print("  %4d %-12s %9.4f %9.2f %9s %9s" % (
+                k, lr, v["final"], 100 * gap(v), "-" if not naive else "%.4f" % naive["final"],
+                "-" if not naive else "%.2f" % (100 * gap(naive))))
+            if best is None or v["final"] > best[1]["final"]:
+                best = (lr, v)
+        if best is None:
+            continue
+        end, worst = 100 * (blocking["final"] - best[1]["final"]), 100 * gap(best[1])
+        met = end <= 100 * POINTS + 1e-9 and worst <= 1.0 + 1e-9
+        print("# k=%d: eager at outer lr %s ends %.2f points below blocking DiLoCo, at most %.2f below at a whole epoch"
+              " (target <= 0.2 and <= 1: %s)" % (k, best[0], end, worst, "met" if met else "NOT met"))
+        verdicts.append(met)
+
+
 def link_part(rate, rows, local_final, target, verdicts):
     """The sweep of one link, the best on each side, verdicts 1 and 2."""
     print_rows(rows, target)
@@ -225,8 +264,11 @@ def main():
         if "delay" in parts:
             print("\n## delay: outer momentum 0.5 ([m=0.5]) and plain averaging, outer SGD lr 1 ([avg])")
             accuracy_part(rows_of(*parts["delay"], target, steps_per_epoch), target, verdicts, ("[m=0.5]", "[avg]"))
+        if "outer-lr" in parts:
+            print("\n## outer-lr: delayed DiLoCo's outer lr (Nesterov 0.9), final accuracy and worst gap in points")
+            outer_lr_part(rows_of(*parts["outer-lr"], target, steps_per_epoch), verdicts)
         for part in parts:
-            if part in ("accuracy", "delay", "smoke"):
+            if part in ("accuracy", "delay", "outer-lr", "smoke"):
                 continue
             print("\n## %s (%s)" % (part, model))
             rows = rows_of(*parts[part], target, steps_per_epoch)

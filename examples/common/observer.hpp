@@ -6,6 +6,7 @@
 #include <cocod/callbacks/progress_bar.hpp>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -42,6 +43,9 @@ struct Observer {
   std::optional<cocod::callbacks::ProgressBar> bar;
   std::optional<cocod::callbacks::CsvLogger> csv;
   M* model = nullptr;  // snapshots of it every `every` epochs, when set
+  // What a snapshot holds: this worker's share of the consensus (Trainer::consensus_share),
+  // when set; else the model's parameters.
+  std::function<void(decltype(cocod::as_span(std::declval<M&>().parameters())))> share;
   bool every_rank = true;  // on every worker (for the consensus curve), else on rank 0 only
   double every = 0.5;
   std::vector<Snapshot<M>> snapshots;
@@ -69,7 +73,8 @@ struct Observer {
     s.epoch = r.epoch;
     s.batch = static_cast<double>(r.batch_size);
     s.x.resize(x.size());
-    cocod::backend::copy(cocod::backend_of_model_t<M>{}, s.x.span(), x);
+    if (share) share(s.x.span());
+    else cocod::backend::copy(cocod::backend_of_model_t<M>{}, s.x.span(), x);
   }
   void on_end(const cocod::Report& report) {
     if (bar) bar->on_end(report);

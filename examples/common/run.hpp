@@ -250,6 +250,7 @@ Result run_one(const Runner& runner, const std::string& key, const std::string& 
     with_optimizer<Model>(key, comm, settings, schedule, [&](auto&& opt) {
       if (result.timeline && lead) opt.trace(&result.timeline->lane(rank));
       if (lead) opt.on_event(cocod::events::Printer{stderr});  // rank 0's decisions, one line each
+      if (observer.every_rank && observer.model) observer.share = [&](auto out) { opt.consensus_share(model, out); };
       cocod::Report report;
       if (args.checkpoint.empty()) {
         report = opt.optimize(model, cocod::Epochs{args.epochs}, observer);

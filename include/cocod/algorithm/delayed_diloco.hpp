@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -30,8 +31,8 @@ namespace rules {
 ///                 delayed: s_i = z
 ///                 eager:   s_i, b_i = outer(s_i, b_i, -(o_i + w_i P_i(r)));  o_i = -w_i P_i(r)
 ///                 x_i = s_i
-///     finish:     delayed: the last averages land on z; every x_i = z + sum_j w_j (x_j - s_j)
-///                 eager:   every x_i = sum_j w_j x_j (each worker's model took its own last step)
+///     finish:     the last averages land on z; every x_i = z + sum_j w_j (x_j - s_j)
+///                 (the progress no post carried: a partial round, the fragments not posted since)
 ///
 /// o_i holds the other workers' latest contributions, Pbar(r-1) - w_i P_i(r-1), so that the eager
 /// worker's own outer state steps on Pbar(r-1) + w_i (P_i(r) - P_i(r-1)): its fresh progress
@@ -111,10 +112,8 @@ class DelayedDiLoCo {
       rotation_.turn_to(rotation_.next());
       send_.use(rotation_.current());
     }
-    if (eager_) {  // each worker's model already took its own step on its last round: their average
-      needs_post_ = false;
-      return ops.average(x, gradient_);
-    }
+    // Both starts end at the shared z after every average landed (eager: a worker's own step
+    // on its estimate holds only its own share of the last round's progress).
     if (needs_post_) land(ops, ops.reduce(send_, reference()), x);  // the last round's progress
     needs_post_ = false;
     // The progress no post has carried yet (a partial round, the fragments not posted since):
@@ -124,6 +123,18 @@ class DelayedDiLoCo {
     ops.average(x, gradient_);
     for_each_index(B{}, x.size(), backend::passes::Plus<T>{x.data(), z_.span().data()});
     fresh_ = true;
+  }
+  // Between rounds: the model finish() would return now is sum_j w_j share_j (each worker's
+  // parameters alone miss the progress it handed to the exchange).
+  void consensus_share(Ops&, Span x, Span out) {
+    if (send_.in_flight())
+      throw std::logic_error("cocod: Delayed-DiLoCo's consensus_share() at a round's end only (its exchange is in flight)");
+    const Piece p = rotation_.current();
+    const T* send = needs_post_ ? send_.model().data() : nullptr;
+    for_each_index(B{}, x.size(),
+                   backend::passes::ConsensusShare<T>{out.data(), x.data(), start_.span().data(), z_.span().data(),
+                                                      b_.size() > 0 ? b_.span().data() : nullptr, send, p.offset,
+                                                      p.offset + p.size, move(), weight_, stepped_[p.index] == 0});
   }
   // Between rounds the next all-reduce is not posted yet: the send buffer (an exchange, saved by
   // the run) holds the progress that the next round's first step posts.
@@ -237,8 +248,8 @@ class DelayedDiLoCo {
       own_stepped_[p.index] = 1;
     } else {
       for_each_index(B{}, p.size, backend::passes::DelayedRestart<T>{xs, at(start_, p), send_.model().data(), at(z_, p), ops.weight()});
-      weight_ = ops.weight();  // (a measuring schedule may change it between rounds)
     }
+    weight_ = ops.weight();  // the progress's weight (a measuring schedule may change it between rounds)
   }
 
   Outer outer_rule_;

@@ -17,6 +17,7 @@
 #include "cocod/trace/timeline.hpp"
 #include "cocod/update/sgd.hpp"
 #define COCOD_INTERNAL_INCLUDE
+#include "cocod/algorithm/detail/begin_point.hpp"
 #include "cocod/algorithm/detail/parts.hpp"
 #include "cocod/algorithm/detail/rule_checks.hpp"
 #undef COCOD_INTERNAL_INCLUDE
@@ -32,19 +33,6 @@ struct ResumeOptions {
   /// Epochs length keeps the passes over the data: the passes still due from the checkpoint's.
   bool workers_may_change = false;
 };
-
-namespace detail {
-/// Where a resume begins the run: at step `step`, `progress` far through its data ({}: a fresh
-/// run). `agreed`: every worker already holds the same parameters (a consensus each of them
-/// computed in the same order), so rank 0's are not broadcast again.
-struct BeginPoint {
-  Progress progress{};
-  std::size_t step = 0;
-  bool agreed = false;
-};
-/// How a resume begins the run.
-using BeginAt = std::function<void(const BeginPoint&)>;
-}  // namespace detail
 
 /// An algorithm and the run API its users call: cocod::CoCoDSGD, SyncSGD, LocalSGD, PipeSGD and
 /// OverlapLocalSGD are trainers of their rules, and so is an algorithm of one's own.
@@ -141,8 +129,7 @@ class Trainer {
   /// Starts a run whose length is given by Epochs, Steps or Rounds (info().total_steps).
   template <class Stop>
   void begin(Model& model, const Stop& stop) {
-    static_assert(StopCondition<Stop>, "cocod: begin(model, stop) takes cocod::Epochs{e}, cocod::Steps{n} or "
-                                       "cocod::Rounds{n}");
+    static_assert(StopCondition<Stop>, "cocod: begin(model, stop) takes cocod::Epochs{e}, cocod::Steps{n} or cocod::Rounds{n}");
     begin_at(model, stop, {});
   }
 
@@ -210,6 +197,18 @@ class Trainer {
     });
   }
 
+  /// At a round's end: this worker's share of the consensus into `out` (as long as the
+  /// parameters). The weighted average of every worker's share is the model finish() would leave
+  /// now: the parameters themselves, but for a rule that holds progress outside them (DelayedDiLoCo).
+  void consensus_share(Model& model, span_type out) {
+    auto x = run_.parameters(model, "consensus_share");
+    if (out.size() != x.size())
+      invalid_setting("cocod: consensus_share()", "out", "must have " + std::to_string(x.size()) + " values, one a parameter", out.size());
+    operations_type ops{run_, model};
+    if constexpr (requires { rule_.consensus_share(ops, x, out); }) rule_.consensus_share(ops, x, out);
+    else backend::copy(backend_type{}, out, x);
+  }
+
   /// Asks every worker to stop. The request travels with the next reduced buffer; the run stops
   /// at the first round end after every worker has received it (the next round, or two for
   /// Pipe-SGD), so all workers stop at the same step. In a loop of your own: stop once
@@ -250,8 +249,7 @@ class Trainer {
       : run_(std::move(comm), std::move(options), std::move(parts.schedule), std::move(parts.update)),
         settings_(std::move(parts.settings)),
         rule_(detail::make_rule<rule_type, typename Run::CommImpl>(settings_)) {}
-  // begin(model), broadcasting rank 0's parameters unless every worker holds the same already.
-  void start(Model& model, bool broadcast) {
+  void start(Model& model, bool broadcast) {  // begin(model); no broadcast when all hold the same
     run_.setup(model, name, broadcast, [&](span_type x) {
       operations_type ops{run_, model};
       if constexpr (hooks) rule_.begin(ops, x);

@@ -42,7 +42,8 @@ struct Delay {
   }
 };
 
-// The passes of cocod::DelayedDiLoCo's rule: a landing, the two restarts, the final progress.
+// The passes of cocod::DelayedDiLoCo's rule: a landing, the two restarts, a consensus share, the
+// final progress.
 namespace backend {
 namespace passes {
 template <class T>
@@ -87,6 +88,31 @@ struct EagerRestart {
     others[i] = -sent;
     send[i] = sent;
     x[i] = start[i];
+  }
+};
+// A worker's share of the consensus between rounds: z + (x - s), where on the piece whose post
+// is pending z is stepped on the worker's own progress P_i = send_i / w_i as if it were the
+// average. The outer step is affine in the average it steps on, so sum_j w_j share_j is
+// outer(z, b, -Pbar) + sum_j w_j (x_j - s_j): the model finish() returns.
+template <class T>
+struct ConsensusShare {
+  T* out;
+  const T* x;
+  const T* start;
+  const T* z;
+  const T* b;     // null without outer momentum
+  const T* send;  // the pending piece's w_i P_i, indexed from `lo` (null: nothing pending)
+  std::size_t lo, hi;
+  OuterMove<T> outer;
+  T w;
+  bool first;
+  COCOD_HOST_DEVICE void operator()(std::size_t i) const {
+    T zi = z[i];
+    if (send && i >= lo && i < hi) {
+      T bi = b ? b[i] : T(0);
+      outer(zi, b ? &bi : nullptr, -(send[i - lo] / w), first);
+    }
+    out[i] = zi + (x[i] - start[i]);
   }
 };
 template <class T>
