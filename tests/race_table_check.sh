@@ -8,6 +8,7 @@
 #   must be max(0.9 / 0.5, 2) = 2x sooner: 40 s is 2.5x (met);
 #   CoCoD-SGD+dauto ends 0.1 points below Local-SGD at k = 8 (met) and 0.8 below at k = 16 (not).
 # - a delay part: eager 2 points below blocking at its worst epoch with plain averaging (no verdict).
+# - an outer-lr part: eager's best lr 0.1 points below blocking at the end, 0.5 at its worst epoch (met).
 # Then the same with cocod's best at 60 s: 1.67x, not met; and with no PyTorch run reaching the
 # target, its shortest run bounding its time; and the sweep part alone (no verdict on the link).
 #   race_table_check.sh SOURCE_DIR WORKDIR
@@ -51,6 +52,21 @@ curve() { printf '%s,%s,1,10,%s\n%s,%s,2,20,%s\n%s,%s,3,30,%s\n' "$1" "$2" "$3" 
   curve "cocod Delayed-DiLoCo[avg] k=8" none 0.78 0.84 0.866
   curve "cocod Delayed-DiLoCo+delayed[avg] k=8" none 0.75 0.82 0.86
 } >"$work/race_mlp_delay_curve.csv"
+# the outer-lr part: at k = 8 eager at lr 0.2 ends 0.1 points below blocking, 0.5 at its worst
+# epoch (met; lr 0.4 ends lower, and its rows print in lr order); the naive delay is the control
+{
+  echo "$runs_header"
+  for rule in "Local-SGD+outer" "Delayed-DiLoCo[lr=0.4]" "Delayed-DiLoCo+delayed[lr=0.4]" "Delayed-DiLoCo[lr=0.2]" \
+    "Delayed-DiLoCo+delayed[lr=0.2]"; do echo "cocod $rule k=8,none,8,50,5,30,3,0,10"; done
+} >"$work/race_mlp_outer-lr_runs.csv"
+{
+  echo "$curve_header"
+  curve "cocod Local-SGD+outer k=8" none 0.80 0.85 0.870
+  curve "cocod Delayed-DiLoCo[lr=0.4] k=8" none 0.70 0.80 0.850
+  curve "cocod Delayed-DiLoCo+delayed[lr=0.4] k=8" none 0.60 0.70 0.800
+  curve "cocod Delayed-DiLoCo[lr=0.2] k=8" none 0.795 0.848 0.869
+  curve "cocod Delayed-DiLoCo+delayed[lr=0.2] k=8" none 0.75 0.82 0.860
+} >"$work/race_mlp_outer-lr_curve.csv"
 # the link's part (PyTorch and one cocod row) and its sweep part (race_table.py joins them)
 cat >"$work/race_mlp_10mbit_runs.csv" <<CSV
 $runs_header
@@ -81,6 +97,10 @@ expect "# k=8: eager delayed DiLoCo at most 0.10 points below blocking DiLoCo at
 expect "#   k=8, accuracy at each epoch, blocking / eager / naive: 1: 0.810/0.809/0.700  2: 0.860/0.859/0.800  3: 0.872/0.872/0.850"
 expect "# k=16: eager delayed DiLoCo at most 0.50 points below blocking DiLoCo at epochs 1,2,3 (naive delayed: 11.00) (target <= 0.2: NOT met)"
 expect "# k=8, outer [avg]: eager delayed DiLoCo at most 2.00 points below blocking DiLoCo at epochs 1,2,3 (naive delayed: 5.00)"
+expect "     8 0.2             0.8690      0.50    0.8600      5.00"
+expect "# k=8: eager at outer lr 0.2 ends 0.10 points below blocking DiLoCo, at most 0.50 below at a whole epoch (target <= 0.2 and <= 1: met)"
+grep -A3 "(blocking DiLoCo)" <<<"$out" | head -3 | tail -2 | awk '{ print $2 }' | tr '\n' ' ' | grep -qx "0.2 0.4 " ||
+  { echo "FAILED: the outer-lr rows are not in lr order"; exit 1; }
 expect "# PyTorch's best to 0.86: PostLocalSGD k=32, 100.0 s"
 expect "# cocod's best to 0.86: CoCoD-SGD+dauto k=8, 40.0 s"
 expect "# target: cocod's best 2.50x sooner than PyTorch's best (f = 0.500: at least 2.00x): met"

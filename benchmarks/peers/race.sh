@@ -17,8 +17,8 @@
 #             0.5, and plain averaging (outer SGD, lr 1, no momentum); no link limit (35 minutes)
 #   outer-lr
 #             the outer learning rate of delayed DiLoCo, eager and naive, against blocking DiLoCo
-#             at its 0.7: outer Nesterov 0.9 at lr OUTER_LRS (default 0.2 0.3 0.4 0.5), at k =
-#             DELAY_PERIODS (default 8 16 32); no link limit (about 13 minutes a period)
+#             at its 0.7: outer Nesterov 0.9 at lr OUTER_LRS (default 0.05 0.1 0.2 0.4 0.7), at k =
+#             DELAY_PERIODS (default 8 16 32); no link limit (about 3.5 minutes an lr)
 #   1gbit, 100mbit, 10mbit
 #             one link: PyTorch's PostLocalSGD and DiLoCo (float32, float16) at three periods
 #             each (and DDP at 1 Gbit/s), and cocod the way a user gets it without choosing: the
@@ -172,7 +172,7 @@ for p in "${parts[@]}"; do
       begin_part mlp outer-lr "$epochs"
       for k in ${DELAY_PERIODS:-8 16 32}; do
         cocod none local+outer "$k"
-        for lr in ${OUTER_LRS:-0.2 0.3 0.4 0.5}; do
+        for lr in ${OUTER_LRS:-0.05 0.1 0.2 0.4 0.7}; do
           suffix="[lr=$lr]" cocod none diloco-delayed,diloco-delayed+delayed "$k" --outer-lr "$lr"
         done
       done ;;

@@ -153,9 +153,10 @@ def outer_lr_part(rows, verdicts):
             epochs = sorted(set(blocking["by_epoch"]) & set(v["by_epoch"]))
             return max(blocking["by_epoch"][e] - v["by_epoch"][e] for e in epochs) if epochs else float("nan")
         best = None
-        for n, v in rows.items():
-            if not n.startswith("cocod Delayed-DiLoCo[lr=") or not n.endswith(" k=%d" % k):
-                continue
+        eager = sorted((float(n.split("[lr=", 1)[1].split("]", 1)[0]), n) for n in rows
+                       if n.startswith("cocod Delayed-DiLoCo[lr=") and n.endswith(" k=%d" % k))
+        for _, n in eager:
+            v = rows[n]
             lr = n.split("[lr=", 1)[1].split("]", 1)[0]
             naive = rows.get("cocod Delayed-DiLoCo+delayed[lr=%s] k=%d" % (lr, k))
             print("  %4d %-12s %9.4f %9.2f %9s %9s" % (
