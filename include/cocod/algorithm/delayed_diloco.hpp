@@ -124,9 +124,9 @@ class DelayedDiLoCo {
     for_each_index(B{}, x.size(), backend::passes::Plus<T>{x.data(), z_.span().data()});
     fresh_ = true;
   }
-  // Between rounds: the model finish() would return now is sum_j w_j share_j (each worker's
-  // parameters alone miss the progress it handed to the exchange).
-  void consensus_share(Ops&, Span x, Span out) {
+  // Between rounds: the model finish() would return now is sum_j w_j share_j, w_j the current
+  // weights (each worker's parameters alone miss the progress it handed to the exchange).
+  void consensus_share(Ops& ops, Span x, Span out) {
     if (send_.in_flight())
       throw std::logic_error("cocod: Delayed-DiLoCo's consensus_share() at a round's end only (its exchange is in flight)");
     const Piece p = rotation_.current();
@@ -134,7 +134,7 @@ class DelayedDiLoCo {
     for_each_index(B{}, x.size(),
                    backend::passes::ConsensusShare<T>{out.data(), x.data(), start_.span().data(), z_.span().data(),
                                                       b_.size() > 0 ? b_.span().data() : nullptr, send, p.offset,
-                                                      p.offset + p.size, move(), weight_, stepped_[p.index] == 0});
+                                                      p.offset + p.size, move(), ops.weight(), stepped_[p.index] == 0});
   }
   // Between rounds the next all-reduce is not posted yet: the send buffer (an exchange, saved by
   // the run) holds the progress that the next round's first step posts.
@@ -248,8 +248,8 @@ class DelayedDiLoCo {
       own_stepped_[p.index] = 1;
     } else {
       for_each_index(B{}, p.size, backend::passes::DelayedRestart<T>{xs, at(start_, p), send_.model().data(), at(z_, p), ops.weight()});
+      weight_ = ops.weight();  // (a measuring schedule may change it between rounds)
     }
-    weight_ = ops.weight();  // the progress's weight (a measuring schedule may change it between rounds)
   }
 
   Outer outer_rule_;

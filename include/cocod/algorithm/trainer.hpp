@@ -198,8 +198,8 @@ class Trainer {
   }
 
   /// At a round's end: this worker's share of the consensus into `out` (as long as the
-  /// parameters). The weighted average of every worker's share is the model finish() would leave
-  /// now: the parameters themselves, but for a rule that holds progress outside them (DelayedDiLoCo).
+  /// parameters); the average of the shares, weighted by info().weight, is the model finish()
+  /// would leave now. The parameters themselves unless the rule says otherwise (DelayedDiLoCo).
   void consensus_share(Model& model, span_type out) {
     auto x = run_.parameters(model, "consensus_share");
     if (out.size() != x.size())

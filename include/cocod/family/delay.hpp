@@ -91,9 +91,10 @@ struct EagerRestart {
   }
 };
 // A worker's share of the consensus between rounds: z + (x - s), where on the piece whose post
-// is pending z is stepped on the worker's own progress P_i = send_i / w_i as if it were the
-// average. The outer step is affine in the average it steps on, so sum_j w_j share_j is
-// outer(z, b, -Pbar) + sum_j w_j (x_j - s_j): the model finish() returns.
+// is pending z is stepped on send_i / w_i (w_i its current weight) as if it were the average.
+// The outer step is affine in the average it steps on, so sum_j w_j share_j is
+// outer(z, b, -sum_j send_j) + sum_j w_j (x_j - s_j): the model finish() returns (with
+// compression, up to what the exchange will decode; not for a contribution that is withheld).
 template <class T>
 struct ConsensusShare {
   T* out;
