@@ -231,6 +231,7 @@ LISTED = {
         "a part of the race against PyTorch: hours of timed runs, then its tables from the saved runs",
     ("docs/benchmarks.md", "# race on identical compute (mlp): cocod (MPI, C++ libtorch) vs PyTorch (gloo, Python), target 0.86"): TABLE,
     ("docs/benchmarks.md", "## 1gbit (mlp)"): TABLE,
+    ("docs/benchmarks.md", "## outer-lr: delayed DiLoCo's outer lr (Nesterov 0.9), final accuracy and worst gap in points"): TABLE,
     ("docs/benchmarks.md", "## 100mbit (mlp)"): TABLE,
     ("docs/benchmarks.md", "## 10mbit (mlp)"): TABLE,
     ("docs/benchmarks.md", "# race on identical compute (cnn): cocod (MPI, C++ libtorch) vs PyTorch (gloo, Python), target 0.88"): TABLE,
