@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "counting_comm.hpp"
 #include "support.hpp"
 
 extern char** environ;
@@ -664,6 +665,55 @@ TEST_CASE("a new epoch keeps the algorithm's momentum (outer, anchor) and the pr
   check_carried<cocod::DelayedDiLoCo>(s, Held::own);
   s.pull.anchor_momentum = 0.5;
   check_carried<cocod::OverlapLocalSGD>(s, Held::own);  // each worker's anchor momentum
+}
+
+TEST_CASE("the donor's state moves only to an epoch with newcomers, as bytes, without its parameters") {
+  using Comm = Counting<cocod::comm::Threads>;
+  using Trainer = cocod::CoCoDSGD<Model, Comm>;
+  const auto s = setup();
+  struct Moved {
+    std::size_t collectives = 0, bytes = 0;
+  };
+  std::vector<Moved> moved[2];  // [newcomer][rank]
+  std::size_t given = 0, parameters_section = 0;
+  for (const bool newcomer : {false, true}) {
+    moved[newcomer].resize(2);
+    cocod::comm::Threads::run(2, [&](cocod::comm::Threads threads) {
+      const auto r = static_cast<std::size_t>(threads.rank());
+      auto counts = std::make_shared<Comm::Counts>();
+      Comm comm(threads, counts);
+      cocod::elastic::Snapshots snapshots;
+      Model model(50, 13, 500 + r);
+      auto first = cocod_test::make<Trainer>(comm, s);
+      first.begin(model, cocod::Steps{60});
+      take_rounds(first, model, 2);
+      first.save(model, snapshots);
+      const std::size_t round = snapshots.held().back().round;
+      if (r == 0) {  // what a newcomer is given: the donor's state but its parameters
+        const cocod::checkpoint::FileReader file(snapshots.held().back().bytes, "state");
+        for (const auto& section : file.sections())
+          if (section.name == "parameters")
+            parameters_section = 4 + section.name.size() + 8 + section.payload.size() + 4;  // name, size, payload, CRC
+        given = snapshots.held().back().bytes.size() - parameters_section;
+      }
+      (void)first.finish(model);
+      if (newcomer && r == 1) snapshots.clear();
+      snapshots.plan({.round = round, .donor = 0, .epoch = 2});
+      Model next(50, 13, 500 + r);
+      auto second = cocod_test::make<Trainer>(comm, s);
+      const std::size_t collectives = counts->collectives, bytes = counts->bytes;
+      REQUIRE(second.resume(next, snapshots, cocod::Steps{60}).round == round);
+      moved[newcomer][r] = {counts->collectives - collectives, counts->bytes - bytes};
+    });
+  }
+  REQUIRE(parameters_section > 13 * sizeof(double));
+  for (std::size_t r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    // With a newcomer: the donor's bytes broadcast, and the agreed check of its settings (one
+    // double a worker); without one, neither.
+    CHECK(moved[1][r].collectives == moved[0][r].collectives + 2);
+    CHECK(moved[1][r].bytes == moved[0][r].bytes + given + 2 * sizeof(double));
+  }
 }
 
 TEST_CASE("a delayed start's progress not yet posted is weighted for the new membership; its z and s are kept") {

@@ -189,6 +189,29 @@ TEST_CASE("all_to_all and all_gather move every block to its rank, in posting or
   }));
 }
 
+TEST_CASE("broadcast of bytes gives every worker root's bytes; sizes that differ raise the same DistributedError") {
+  static_assert(cocod::comm::ByteCollectives<Gloo>);
+  require_no_errors(run_gloo(3, [](Gloo g) {
+    for (int root = 0; root < g.size(); ++root)
+      for (std::size_t b : {0u, 1u, 7u, 100001u}) {
+        std::vector<std::byte> buffer(b, std::byte{0xee}), expected(b);
+        for (std::size_t i = 0; i < b; ++i) expected[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(root)) & 0xff);
+        if (g.rank() == root) buffer = expected;
+        g.broadcast(std::span<std::byte>(buffer), root);
+        CHECK(buffer == expected);
+      }
+  }));
+  const auto errors = run_gloo(3, [](Gloo g) {
+    std::vector<std::byte> buffer(g.rank() == 1 ? 6 : 5);
+    g.broadcast(std::span<std::byte>(buffer), 0);
+  });
+  for (const auto& e : errors) {
+    CHECK(e == errors[0]);
+    CHECK(e.find("cocod::comm::Gloo: workers called mismatched collectives (ranks 0, 2: broadcast of 5 bytes from root 0; "
+                 "rank 1: broadcast of 6 bytes from root 0)") != std::string::npos);
+  }
+}
+
 TEST_CASE("every algorithm gives the same iterates on comm::Gloo as on comm::Threads, bit for bit") {
   const auto s = base();
   check_same_as_threads<cocod::Optimizer>("cocod", s);

@@ -187,6 +187,7 @@ TEST_CASE("a member that fails ends every rank of every group with its error") {
 }
 
 TEST_CASE("the sharded byte collectives move what the flat ones move") {
+  static_assert(cocod::comm::ByteCollectives<cocod::comm::Grouped<cocod::comm::Threads>>);
   cocod::comm::Threads::run_groups(3, 2, [&](cocod::comm::Threads inner, cocod::comm::Threads outer) {
     cocod::comm::Grouped<cocod::comm::Threads> comm{inner, outer};
     const int g = comm.rank();
@@ -203,5 +204,12 @@ TEST_CASE("the sharded byte collectives move what the flat ones move") {
     std::vector<double> x{1.0 * g, 2.0, 3.0 + g};  // fewer elements than some shares: empty slices
     comm.all_reduce(std::span<double>(x));
     CHECK(x == std::vector<double>{3.0, 6.0, 12.0});
+    for (int root = 0; root < 3; ++root) {  // a broadcast of bytes: group root's, sharded over its members
+      std::vector<std::byte> b(11, std::byte{0xee});
+      if (g == root)
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::byte(static_cast<unsigned char>(64 * root + i));
+      comm.broadcast(std::span<std::byte>(b), root);
+      for (std::size_t i = 0; i < b.size(); ++i) CHECK(b[i] == std::byte(static_cast<unsigned char>(64 * root + i)));
+    }
   });
 }

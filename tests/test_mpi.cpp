@@ -511,6 +511,13 @@ TEST_CASE("all_to_all and all_gather move every block to its rank, every progres
       auto own = std::span<const std::byte>(in_place).subspan(static_cast<std::size_t>(r) * b, b);
       comm.all_gather_async(own, in_place).wait();
       CHECK(in_place == gathered(N, b));
+      for (int root = 0; root < N; ++root) {  // broadcast of bytes
+        std::vector<std::byte> buffer(b, std::byte{0xee}), expected(b);
+        for (std::size_t i = 0; i < b; ++i) expected[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(root)) & 0xff);
+        if (r == root) buffer = expected;
+        comm.broadcast(std::span<std::byte>(buffer), root);
+        CHECK(buffer == expected);
+      }
     }
     std::vector<std::byte> nine(9), twelve(12);
     const std::string n = std::to_string(N);
@@ -631,6 +638,16 @@ TEST_CASE("byte collectives that differ between ranks raise the same Distributed
     CHECK_THROWS_WITH_AS(call(),
                          ("cocod::comm::Mpi: workers called mismatched collectives (rank 0: all_gather of blocks of 1 "
                           "byte; " + others(N) + ": all_reduce of 5 doubles)")
+                             .c_str(),
+                         cocod::DistributedError);
+  }
+  if (world->size() > 1) {  // a broadcast of bytes of other sizes
+    Mpi comm = with(designs[0]);
+    Watchdog watchdog("broadcasts of bytes of other sizes", std::chrono::seconds(30));
+    std::vector<std::byte> buffer(comm.rank() == 0 ? 5 : 6);
+    CHECK_THROWS_WITH_AS(comm.broadcast(std::span<std::byte>(buffer), 0),
+                         ("cocod::comm::Mpi: workers called mismatched collectives (rank 0: broadcast of 5 bytes from root "
+                          "0; " + others(world->size()) + ": broadcast of 6 bytes from root 0)")
                              .c_str(),
                          cocod::DistributedError);
   }

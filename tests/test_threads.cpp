@@ -462,6 +462,46 @@ TEST_CASE("all_to_all and all_gather move every block to its rank, blocking and 
   }
 }
 
+TEST_CASE("broadcast of bytes gives every worker root's bytes; sizes that differ raise DistributedError on every worker") {
+  for (int workers : {1, 2, 3}) {
+    CAPTURE(workers);
+    cocod::comm::Threads::run(workers, [&](cocod::comm::Threads comm) {
+      for (int root = 0; root < comm.size(); ++root)
+        for (std::size_t b : {0u, 1u, 7u, 1001u}) {
+          CAPTURE(root);
+          CAPTURE(b);
+          std::vector<std::byte> buffer(b, std::byte{0xee}), expected(b);
+          for (std::size_t i = 0; i < b; ++i) expected[i] = static_cast<std::byte>((i * 7 + static_cast<std::size_t>(root)) & 0xff);
+          if (comm.rank() == root) buffer = expected;
+          comm.broadcast(std::span<std::byte>(buffer), root);
+          CHECK(buffer == expected);
+        }
+      std::vector<std::byte> one(1);
+      CHECK_THROWS_WITH_AS(comm.broadcast(std::span<std::byte>(one), comm.size()),
+                           ("cocod::comm::Threads::broadcast: root " + std::to_string(comm.size()) + " is not a rank of " +
+                            std::to_string(comm.size()) + " workers").c_str(),
+                           std::invalid_argument);
+    });
+  }
+  std::atomic<int> errors{0};
+  CHECK_THROWS_AS(cocod::comm::Threads::run(2,
+                                            [&](cocod::comm::Threads comm) {
+                                              std::vector<std::byte> buffer(comm.rank() == 0 ? 5 : 6);
+                                              try {
+                                                comm.broadcast(std::span<std::byte>(buffer), 0);
+                                              } catch (const cocod::DistributedError& e) {
+                                                if (comm.rank() == 0)
+                                                  CHECK(std::string(e.what()).find(
+                                                            "(worker 0: broadcast of 5 bytes from root 0; worker 1: "
+                                                            "broadcast of 6 bytes from root 0)") != std::string::npos);
+                                                ++errors;
+                                                throw;
+                                              }
+                                            }),
+                  cocod::DistributedError);
+  CHECK(errors == 2);
+}
+
 TEST_CASE("byte collectives run in posting order with all_reduce_async") {
   for (int workers : {2, 3, 4}) {
     CAPTURE(workers);

@@ -50,6 +50,8 @@ concept Communicator = std::copy_constructible<C> &&
 ///    rank() is a copy of one's own); blocking;
 ///  - all_gather(send, recv): send is one block of b bytes, recv N blocks; block q of recv is
 ///    rank q's send. send may be recv's block rank() (in place); otherwise they must not overlap;
+///  - broadcast(bytes, root): every worker gets root's bytes (the same size on every worker);
+///    blocking;
 ///  - all_to_all_async and all_gather_async: the same, returning at once; both buffers belong to
 ///    the communicator until the request's wait() returns;
 ///  - Request::ready(): whether the collective completed, so that wait() returns at once (a
@@ -61,6 +63,7 @@ concept Communicator = std::copy_constructible<C> &&
 template <class C>
 concept ByteCollectives = Communicator<C> &&
     requires(C& c, std::span<const std::byte> send, std::span<std::byte> recv, typename C::Request& request) {
+  c.broadcast(recv, 0);
   c.all_to_all(send, recv);
   c.all_gather(send, recv);
   { c.all_to_all_async(send, recv) } -> std::same_as<typename C::Request>;

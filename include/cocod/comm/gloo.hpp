@@ -119,6 +119,11 @@ class Gloo : public detail::StagedDeviceCollectives<Gloo> {
     detail::check_root("cocod::comm::Gloo::broadcast", root, size());
     engine_->run(detail::collective(detail::Op::broadcast, buffer, root));
   }
+  /// The bytes of root's buffer, to every worker (equal sizes).
+  void broadcast(std::span<std::byte> buffer, int root) {
+    detail::check_root("cocod::comm::Gloo::broadcast", root, size());
+    engine_->run(detail::byte_broadcast(buffer, root));
+  }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {
     engine_->run(detail::collective(detail::Op::all_reduce, buffer, 0));

@@ -3,6 +3,7 @@
 // processes of a machine) hold the same model, and a collective over the groups is sharded over
 // each group's members, so that every slow link carries 1/G of it, in parallel.
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -94,7 +95,8 @@ class Grouped {
     outer_.progress();
   }
 
-  template <Scalar T>
+  template <class T>
+    requires Scalar<T> || std::same_as<T, std::byte>
   void broadcast(std::span<T> buffer, int root) {
     inner_.broadcast(buffer, 0);
     const auto [lo, hi] = share(buffer.size());

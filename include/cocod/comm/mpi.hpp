@@ -156,6 +156,13 @@ class Mpi : public detail::StagedDeviceCollectives<Mpi> {
     return Request(engine_.get(), engine_->post(byte_operation(mpi_detail::Op::all_to_all,
                                                                "cocod::comm::Mpi::all_to_all_async", send, recv)));
   }
+  /// Broadcast of bytes (MPI_Bcast of MPI_BYTE): every rank gets root's buffer (equal sizes on
+  /// every rank, at most 2^31-1 bytes). Blocking, as all_to_all.
+  void broadcast(std::span<std::byte> buffer, int root) {
+    detail::check_root("cocod::comm::Mpi::broadcast", root, size());
+    (void)mpi_detail::checked_count(buffer.size());
+    engine_->run(mpi_detail::Operation(detail::byte_broadcast(buffer, root)));
+  }
   /// All-gather of bytes (MPI_Iallgather of MPI_BYTE): send is one block of b bytes, recv N
   /// blocks; block q of recv is rank q's send. send may be recv's block rank() (then in place,
   /// MPI_IN_PLACE); otherwise they must not overlap. Blocking, as all_to_all.

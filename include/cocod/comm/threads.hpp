@@ -89,6 +89,11 @@ class Threads : public detail::StagedDeviceCollectives<Threads> {
     detail::check_root("cocod::comm::Threads::broadcast", root, size(), " workers");
     post(detail::collective(detail::Op::broadcast, buffer, root)).wait();
   }
+  /// The bytes of root's buffer, to every worker (equal sizes).
+  void broadcast(std::span<std::byte> buffer, int root) {
+    detail::check_root("cocod::comm::Threads::broadcast", root, size(), " workers");
+    post(detail::byte_broadcast(buffer, root)).wait();
+  }
   template <Scalar T>
   void all_reduce(std::span<T> buffer) {
     all_reduce_async(buffer).wait();

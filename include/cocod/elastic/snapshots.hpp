@@ -10,12 +10,13 @@
 // algorithm carries (its serialize_carried(): an outer or anchor momentum; a newcomer takes the
 // donor's); the rest of the algorithm's state (the exchanges in flight, the outer model, error
 // feedback), the sampler and the schedule's plan start anew, as a resume with
-// ResumeOptions::workers_may_change does from files. A newcomer checks the donor's
-// state against its own settings first: one with other options is refused by name
-// (CheckpointError on the newcomer; elastic::Refused on the others, who go on without it).
+// ResumeOptions::workers_may_change does from files. Only an epoch with newcomers moves the
+// donor's state, as bytes and without its parameters (they get the consensus like everyone);
+// each newcomer checks it against its own settings first: one with other options is refused by
+// name (CheckpointError on the newcomer; elastic::Refused on the others, who go on without it).
+// An epoch of continuing members only moves two doubles and the consensus.
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -91,11 +92,14 @@ class Snapshots {
 
 namespace snapshot_detail {
 
-// Bytes through a communicator that moves floats and doubles: 8 bytes per double.
-inline std::vector<double> pack(std::span<const std::byte> b) {
-  std::vector<double> out((b.size() + 7) / 8, 0.0);
-  if (!b.empty()) std::memcpy(out.data(), b.data(), b.size());
-  return out;
+// What a newcomer reads of the donor's state: all of it but the parameters (every worker
+// computes the consensus of the members' parameters instead).
+inline std::vector<std::byte> given_to_newcomers(std::span<const std::byte> own, const std::string& name) {
+  const checkpoint::FileReader file(own, name);
+  checkpoint::FileWriter given;
+  for (const auto& section : file.sections())
+    if (section.name != "parameters") given.section(section.name, section.payload);
+  return std::move(given).finish();
 }
 
 template <class Run, class Rule, class Settings>
@@ -123,18 +127,23 @@ class Session {
     }
     const std::string name = "in-memory state of round " + std::to_string(*plan.round) + " (epoch " + std::to_string(plan.epoch) + ")";
     const Snapshots::Snapshot* own = store_.at(*plan.round);
-    const std::vector<std::byte> donor_bytes = donor_state(own, plan.donor);
-    const checkpoint::FileReader donor(donor_bytes, name);
-    const checkpoint::Header h = checkpoint::read_header(donor);
-    Span x = cocod::detail::ModelCalls<Model>::parameters(model);
-    check_settings(donor, h, x.size(), plan.epoch);
     std::optional<checkpoint::FileReader> mine;
     if (own) mine.emplace(own->bytes, name);
+    Span x = cocod::detail::ModelCalls<Model>::parameters(model);
+    // The donor's state moves only to an epoch with newcomers, and without its parameters.
+    const std::vector<std::byte> donor_bytes = donor_state(own, plan.donor, name);
+    std::optional<checkpoint::FileReader> donor;
+    if (!donor_bytes.empty()) donor.emplace(donor_bytes, name);
+    const checkpoint::FileReader& state = mine ? *mine : *donor;  // its own state (a newcomer: the donor's)
+    const checkpoint::Header h = checkpoint::read_header(donor ? *donor : state);
+    if (donor)
+      check_settings(*donor, h, x.size(), plan.epoch);
+    else  // (its own state, of the settings it agreed to in an earlier epoch: no collective)
+      format_.check(state, {static_cast<int>(h.rank), h.round, h.step, static_cast<int>(h.workers)}, x.size(), true);
     cocod::detail::copy_in(x, consensus(mine ? &*mine : nullptr, x.size()));
-    const checkpoint::FileReader& state = mine ? *mine : donor;  // its own state (a newcomer: the donor's)
     if constexpr (StatefulModel<Model>) model.load_state(state.fields("model").bytes("state"));
     // (an Epochs length: the passes still due; every worker holds the consensus: no broadcast)
-    begin({format_.progress(donor), static_cast<std::size_t>(h.step), true});
+    begin({format_.progress(state), static_cast<std::size_t>(h.step), true});
     format_.load_own(state);  // its own momentum and carried state
     // Dropped only now (`mine` reads its bytes): a loss during begin() leaves this worker its
     // states, so that the next epoch still finds round R held (the members that got this far
@@ -146,17 +155,22 @@ class Session {
   }
 
  private:
-  // The donor's state, to every worker (its settings and counters; the newcomers' model state).
-  std::vector<std::byte> donor_state(const Snapshots::Snapshot* own, int donor) {
+  // What the donor gives the workers that do not hold round R (its settings and counters, the
+  // newcomers' model, update and carried state: given_to_newcomers()), as bytes, to every
+  // worker; empty when every worker holds R (then only the census below moves).
+  std::vector<std::byte> donor_state(const Snapshots::Snapshot* own, int donor, const std::string& name) {
     auto& comm = run_.comm();
     const bool giver = comm.rank() == donor;
-    double size[1] = {own && giver ? static_cast<double>(own->bytes.size()) : 0.0};
-    comm.broadcast(std::span<double>(size), donor);
-    std::vector<double> packed = giver ? pack(own->bytes) : std::vector<double>((static_cast<std::size_t>(size[0]) + 7) / 8);
-    comm.broadcast(std::span<double>(packed), donor);
-    std::vector<std::byte> bytes(static_cast<std::size_t>(size[0]));
-    std::memcpy(bytes.data(), packed.data(), bytes.size());
-    return bytes;
+    std::vector<std::byte> given = own && giver ? given_to_newcomers(own->bytes, name) : std::vector<std::byte>();
+    double census[2] = {own ? 0.0 : 1.0, static_cast<double>(given.size())};  // workers without R; the bytes given
+    comm.all_reduce(std::span<double>(census));
+    if (census[0] == 0.0) return {};
+    given.resize(static_cast<std::size_t>(census[1]));
+    comm.broadcast(std::span<std::byte>(given), donor);
+    if (given.empty())  // (the donor holds no state of R: every worker fails alike)
+      throw CheckpointError("cocod: checkpoint " + name + " is missing: its donor (rank " + std::to_string(donor) +
+                            ") holds no state of that round");
+    return given;
   }
   // Each worker checks the donor's settings against its own; the outcome is agreed: the refused
   // worker throws the CheckpointError naming what differs, the others elastic::Refused.

@@ -191,9 +191,9 @@ class Group {
       return;
     }
     T* mine = static_cast<T*>(job.data);
-    if (job.op == Op::broadcast) {
-      if (rank != job.root)
-        if (job.count > 0) std::memcpy(mine, posted_[static_cast<std::size_t>(job.root)].data, job.count * sizeof(T));
+    if (job.op == Op::broadcast || job.op == Op::broadcast_bytes) {
+      if (rank != job.root && job.count > 0)
+        std::memcpy(job.data, posted_[static_cast<std::size_t>(job.root)].data, job.count * element_size(job));
       barrier_.arrive_and_wait_all();  // root's buffer stays untouched until all have copied
       return;
     }

@@ -20,7 +20,7 @@
 
 namespace cocod::comm::detail {
 
-enum class Op : std::uint8_t { all_reduce, broadcast, all_to_all, all_gather };
+enum class Op : std::uint8_t { all_reduce, broadcast, all_to_all, all_gather, broadcast_bytes };
 
 [[nodiscard]] constexpr bool moves_bytes(Op op) noexcept { return op == Op::all_to_all || op == Op::all_gather; }
 
@@ -42,6 +42,15 @@ template <class T>
   return Collective{op, std::is_same_v<T, double>, buffer.data(), buffer.size(), root};
 }
 
+/// The broadcast of `buffer`'s bytes from `root` (`count` in bytes).
+[[nodiscard]] inline Collective byte_broadcast(std::span<std::byte> buffer, int root) noexcept {
+  return Collective{Op::broadcast_bytes, false, buffer.data(), buffer.size(), root};
+}
+/// The size of one element of a broadcast or all-reduce of `c`, in bytes.
+[[nodiscard]] inline std::size_t element_size(const Collective& c) noexcept {
+  return c.op == Op::broadcast_bytes ? 1 : c.is_double ? sizeof(double) : sizeof(float);
+}
+
 /// The byte collective `op` (all_to_all or all_gather) with blocks of `block` bytes.
 [[nodiscard]] inline Collective byte_collective(Op op, std::span<const std::byte> send, std::span<std::byte> recv,
                                                 std::size_t block) noexcept {
@@ -60,6 +69,9 @@ inline std::string describe(const Collective& c) {
   if (moves_bytes(c.op))
     return std::string(c.op == Op::all_to_all ? "all_to_all" : "all_gather") + " of blocks of " +
            std::to_string(c.count) + (c.count == 1 ? " byte" : " bytes");
+  if (c.op == Op::broadcast_bytes)
+    return "broadcast of " + std::to_string(c.count) + (c.count == 1 ? " byte" : " bytes") + " from root " +
+           std::to_string(c.root);
   return std::string(c.op == Op::all_reduce ? "all_reduce" : "broadcast") + " of " + std::to_string(c.count) +
          (c.is_double ? " doubles" : " floats") + (c.op == Op::broadcast ? " from root " + std::to_string(c.root) : "");
 }

@@ -156,10 +156,10 @@ class Engine {
       case Op::all_reduce:
         return c.is_double ? all_reduce(static_cast<double*>(c.data), c.count)
                            : all_reduce(static_cast<float*>(c.data), c.count);
-      case Op::broadcast: {
+      case Op::broadcast:
+      case Op::broadcast_bytes: {
         ::gloo::BroadcastOptions o(context_);
-        const std::size_t bytes = c.count * (c.is_double ? sizeof(double) : sizeof(float));
-        o.setOutput(static_cast<char*>(c.data), bytes);
+        o.setOutput(static_cast<char*>(c.data), c.count * comm::detail::element_size(c));
         o.setRoot(c.root);
         o.setTimeout(options_.stall_timeout);
         return ::gloo::broadcast(o);

@@ -230,6 +230,10 @@ class Collectives {
         check(b ? MPI_Bcast(data, n, type, op.root, comm_) : MPI_Ibcast(data, n, type, op.root, comm_, r),
               b ? "MPI_Bcast" : "MPI_Ibcast");
         return;
+      case Op::broadcast_bytes:
+        check(b ? MPI_Bcast(op.data, n, MPI_BYTE, op.root, comm_) : MPI_Ibcast(op.data, n, MPI_BYTE, op.root, comm_, r),
+              b ? "MPI_Bcast" : "MPI_Ibcast");
+        return;
       case Op::all_reduce:
         break;
     }
